@@ -1,0 +1,28 @@
+/*
+ * disp.h - libdispatch, PyTorch's operator dispatcher as a C11 library.
+ *
+ * The umbrella header: include this one. Behind it, one header per module:
+ *   disp/status.h      status codes, the thread-local error message, warnings
+ *   disp/version.h     version macros and disp_version()
+ *   disp/keyset.h      dispatch keys and key sets (PyTorch's factored uint64)
+ *   disp/schema.h      operator schemas: parse and print PyTorch's grammar
+ *   disp/dispatcher.h  operators, kernels, dispatch tables, dumps
+ *   disp/library.h     DISP_LIBRARY / _FRAGMENT / _IMPL registration
+ *
+ * Conventions: every fallible call returns a disp_status and writes results
+ * through out-parameters; disp_last_error() says what went wrong, worded as
+ * PyTorch words it. Every declaration says whether it returns a new or a
+ * borrowed reference and whether it is thread-safe.
+ */
+#ifndef DISP_H
+#define DISP_H
+
+#include "disp/export.h"
+#include "disp/status.h"
+#include "disp/version.h"
+#include "disp/keyset.h"
+#include "disp/schema.h"
+#include "disp/dispatcher.h"
+#include "disp/library.h"
+
+#endif /* DISP_H */

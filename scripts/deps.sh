@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs what libdispatch needs to build and test, from Debian's packages.
+# As root it runs apt-get; otherwise it names the packages to install.
+set -e
+need=""
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in cmake make gcc pkg-config libffi-dev uthash-dev; do
+  have_pkg "$p" || need="$need $p"
+done
+# clang (libFuzzer) and valgrind are for CI's fuzzing and the benchmarks.
+if [ "${DISP_DEPS_FULL:-0}" = 1 ]; then
+  for p in clang valgrind; do have_pkg "$p" || need="$need $p"; done
+fi
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+  echo "installing:$need"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq $need >/dev/null
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  echo "installing with sudo:$need"
+  sudo apt-get update -qq
+  sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+else
+  echo "libdispatch needs these Debian packages:$need" >&2
+  echo "install them as root:  apt-get install$need" >&2
+  exit 1
+fi

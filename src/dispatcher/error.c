@@ -1,0 +1,131 @@
+/*
+ * error.c - the thread-local error message and the warning handler.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+#include "strbuf_internal.h"
+
+/* The message lives in a per-thread heap buffer so long messages (tables of
+ * keys) are not truncated. A thread that exits leaks nothing: the buffer is
+ * also stored under a pthread key whose destructor frees it. */
+static _Thread_local char *tls_msg;
+static _Thread_local size_t tls_cap;
+static pthread_key_t g_msg_key;
+static pthread_once_t g_msg_once = PTHREAD_ONCE_INIT;
+
+static void make_key(void) { pthread_key_create(&g_msg_key, free); }
+
+static void set_message(const char *text, size_t len) {
+  if (len + 1 > tls_cap) {
+    size_t cap = len + 1 < 256 ? 256 : len + 1;
+    char *p = realloc(tls_msg, cap);
+    if (!p) return; /* keep the old message rather than crash */
+    tls_msg = p;
+    tls_cap = cap;
+    pthread_once(&g_msg_once, make_key);
+    pthread_setspecific(g_msg_key, p);
+  }
+  memcpy(tls_msg, text, len);
+  tls_msg[len] = '\0';
+}
+
+const char *disp_last_error(void) { return tls_msg ? tls_msg : ""; }
+
+void disp_clear_error(void) {
+  if (tls_msg) tls_msg[0] = '\0';
+}
+
+disp_status disp__vfail(disp_status status, const char *fmt, va_list ap) {
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  disp__strbuf_vappendf(&b, fmt, ap);
+  set_message(disp__strbuf_cstr(&b), b.len);
+  disp__strbuf_free(&b);
+  return status;
+}
+
+disp_status disp__fail(disp_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  disp__vfail(status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+disp_status disp_set_error(disp_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  disp__vfail(status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+void disp__error_prefix(const char *fmt, ...) {
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  va_list ap;
+  va_start(ap, fmt);
+  disp__strbuf_vappendf(&b, fmt, ap);
+  va_end(ap);
+  disp__strbuf_append(&b, disp_last_error());
+  set_message(disp__strbuf_cstr(&b), b.len);
+  disp__strbuf_free(&b);
+}
+
+const char *disp_status_name(disp_status s) {
+  switch (s) {
+#define NAME(x) case x: return #x;
+    NAME(DISP_OK) NAME(DISP_ERR_INVALID_ARG) NAME(DISP_ERR_NO_MEMORY)
+    NAME(DISP_ERR_SCHEMA) NAME(DISP_ERR_OP_NOT_FOUND) NAME(DISP_ERR_NO_KERNEL)
+    NAME(DISP_ERR_DUPLICATE) NAME(DISP_ERR_MISMATCH) NAME(DISP_ERR_KERNEL)
+    NAME(DISP_ERR_TYPE) NAME(DISP_ERR_PLUGIN) NAME(DISP_ERR_IO)
+#undef NAME
+  }
+  return "DISP_ERR_UNKNOWN";
+}
+
+/* ---- warnings ---------------------------------------------------------- */
+
+static void default_warning(const char *message, void *user_data) {
+  (void)user_data;
+  fprintf(stderr, "Warning: %s\n", message);
+}
+
+/* Warnings are rare, so a mutex guards the handler: a reader never sees a
+ * handler paired with another handler's user_data. */
+static pthread_mutex_t g_warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static disp_warning_handler g_warn_fn = default_warning;
+static void *g_warn_data;
+
+disp_warning_handler disp_set_warning_handler(disp_warning_handler h, void *user_data) {
+  pthread_mutex_lock(&g_warn_lock);
+  disp_warning_handler prev = g_warn_fn;
+  g_warn_fn = h ? h : default_warning;
+  g_warn_data = h ? user_data : NULL;
+  pthread_mutex_unlock(&g_warn_lock);
+  return prev == default_warning ? NULL : prev;
+}
+
+void disp__warn(const char *fmt, ...) {
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  va_list ap;
+  va_start(ap, fmt);
+  disp__strbuf_vappendf(&b, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&g_warn_lock);
+  disp_warning_handler fn = g_warn_fn;
+  void *data = g_warn_data;
+  pthread_mutex_unlock(&g_warn_lock);
+  fn(disp__strbuf_cstr(&b), data);
+  disp__strbuf_free(&b);
+}
+
+void disp__assert_fail(const char *expr, const char *file, int line) {
+  fprintf(stderr, "libdispatch internal assertion failed: %s at %s:%d\n", expr, file, line);
+  abort();
+}

@@ -1,0 +1,394 @@
+/*
+ * library.c - libraries (groups of registrations), the static registration
+ * queue, and the dispatcher's lifecycle.
+ *
+ * Note [Static registration]
+ * DISP_LIBRARY* blocks run no dispatcher code from their constructors: the
+ * constructor links a static node into g_queue with a CAS (constructors run
+ * in an unspecified order, possibly before libc is fully usable). The queue
+ * is drained by disp__ensure_init(): all DEF/FRAGMENT blocks first, then all
+ * IMPL blocks, each in link order, so an impl never runs before the def it
+ * checks against, whatever the object-file order. Drained nodes are kept so
+ * that disp_shutdown() followed by disp_init() starts over with them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+#include "registry_internal.h"
+#include "schema_internal.h"
+#include "strbuf_internal.h"
+
+struct disp_library {
+  disp_library_kind kind;
+  char *ns;
+  disp_key key;
+  char *debug;                 /* "registered at FILE:LINE" */
+  disp_registration *regs;     /* newest first */
+  disp_namespace_claim *claim; /* DEF libraries */
+  unsigned generation;         /* the dispatcher lifetime it belongs to */
+};
+
+static _Atomic(disp_library_node *) g_queue;
+static disp_library_node *g_drained;      /* FIFO order, linked by next */
+static disp_library_node **g_drained_tail = &g_drained;
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_ready;
+static _Thread_local int tls_draining;
+static unsigned g_generation = 1;
+
+void disp_library_enqueue(disp_library_node *node) {
+  disp_library_node *head = atomic_load(&g_queue);
+  do {
+    node->next = head;
+  } while (!atomic_compare_exchange_weak(&g_queue, &head, node));
+}
+
+/* ---- libraries ---------------------------------------------------------- */
+
+static const char *kind_macro(disp_library_kind kind) {
+  switch (kind) {
+    case DISP_LIBRARY_DEF: return "DISP_LIBRARY";
+    case DISP_LIBRARY_FRAGMENT: return "DISP_LIBRARY_FRAGMENT";
+    case DISP_LIBRARY_IMPL: break;
+  }
+  return "DISP_LIBRARY_IMPL";
+}
+
+disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key key,
+                             const char *file, int line, disp_library **out) {
+  if (!ns || !out || (unsigned)kind > DISP_LIBRARY_IMPL)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: NULL or invalid argument");
+  if (kind == DISP_LIBRARY_IMPL && key != DISP_KEY_UNDEFINED && !disp_key_is_alias(key) &&
+      disp_key_table_index(key) <= 0)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "%s(%s, %s): %s is not a runtime or alias dispatch key", kind_macro(kind), ns,
+                      disp_key_name(key), disp_key_name(key));
+  if (kind != DISP_LIBRARY_IMPL && strcmp(ns, "_") == 0)
+    return disp__fail(DISP_ERR_INVALID_ARG, "%s: the namespace \"_\" is only for %s",
+                      kind_macro(kind), kind_macro(DISP_LIBRARY_IMPL));
+  disp_library *lib = calloc(1, sizeof *lib);
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  disp__strbuf_appendf(&b, "registered at %s:%d", file ? file : "<unknown>", line);
+  if (!lib || !(lib->ns = strdup(ns)) || !(lib->debug = disp__strbuf_steal(&b))) goto oom;
+  lib->kind = kind;
+  lib->key = key;
+
+  disp__lock();
+  lib->generation = g_generation;
+  if (kind == DISP_LIBRARY_DEF) {
+    disp_namespace_claim *c = NULL;
+    HASH_FIND_STR(disp__registry.namespaces, ns, c);
+    if (c) {
+      disp_status st = disp__fail(
+          DISP_ERR_DUPLICATE,
+          "Only a single TORCH_LIBRARY can be used to register the namespace %s; please put all "
+          "of your definitions in a single TORCH_LIBRARY block.  If you were trying to specify "
+          "implementations, consider using TORCH_LIBRARY_IMPL (which can be duplicated).  If you "
+          "really intended to define operators for a single namespace in a distributed way, you "
+          "can use TORCH_LIBRARY_FRAGMENT to explicitly indicate this.  Previous registration of "
+          "TORCH_LIBRARY was %s; latest registration was %s",
+          ns, c->debug, lib->debug);
+      disp__unlock();
+      free(lib->ns);
+      free(lib->debug);
+      free(lib);
+      return st;
+    }
+    c = calloc(1, sizeof *c);
+    if (!c || !(c->ns = strdup(ns)) || !(c->debug = strdup(lib->debug))) {
+      if (c) free(c->ns);
+      free(c);
+      disp__unlock();
+      goto oom;
+    }
+    HASH_ADD_KEYPTR(hh, disp__registry.namespaces, c->ns, strlen(c->ns), c);
+    lib->claim = c;
+  }
+  disp__unlock();
+  *out = lib;
+  return DISP_OK;
+oom:
+  disp__strbuf_free(&b);
+  if (lib) {
+    free(lib->ns);
+    free(lib->debug);
+  }
+  free(lib);
+  return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a library for %s", ns);
+}
+
+void disp_library_free(disp_library *lib) {
+  if (!lib) return;
+  disp__lock();
+  int live = lib->generation == g_generation;
+  for (disp_registration *r = lib->regs; r; r = r->next)
+    if (live) disp__registration_remove_locked(r);
+  if (live && lib->claim) {
+    HASH_DEL(disp__registry.namespaces, lib->claim);
+    free(lib->claim->ns);
+    free(lib->claim->debug);
+    free(lib->claim);
+  }
+  disp__unlock();
+  while (lib->regs) {
+    disp_registration *r = lib->regs;
+    lib->regs = r->next;
+    disp__registration_free(r);
+  }
+  free(lib->ns);
+  free(lib->debug);
+  free(lib);
+}
+
+const char *disp_library_namespace(const disp_library *lib) { return lib->ns; }
+disp_key disp_library_key(const disp_library *lib) { return lib->key; }
+
+static void keep(disp_library *lib, disp_registration *reg, disp_registration **out) {
+  reg->next = lib->regs;
+  lib->regs = reg;
+  if (out) *out = reg;
+}
+
+static const char *lib_ns(const disp_library *lib) {
+  return strcmp(lib->ns, "_") == 0 ? NULL : lib->ns;
+}
+
+disp_status disp_library_def(disp_library *lib, const char *schema, disp_registration **out) {
+  if (!lib || !schema) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_def: NULL argument");
+  if (lib->kind == DISP_LIBRARY_IMPL)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "def(\"%s\") is not allowed in a %s block; put definitions in DISP_LIBRARY "
+                      "or DISP_LIBRARY_FRAGMENT (%s)",
+                      schema, kind_macro(lib->kind), lib->debug);
+  disp_registration *reg = NULL;
+  disp__lock();
+  disp_status st = disp__register_def(lib->ns, schema, lib->debug, &reg);
+  if (st == DISP_OK) keep(lib, reg, out);
+  disp__unlock();
+  return st;
+}
+
+disp_status disp_library_impl_key(disp_library *lib, const char *name, disp_key key,
+                                  disp_kernel kernel, disp_registration **out) {
+  if (!lib || !name) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_impl: NULL argument");
+  if ((unsigned)key >= DISP_KEY_COUNT)
+    return disp__fail(DISP_ERR_INVALID_ARG, "impl(\"%s\"): invalid dispatch key %d", name, (int)key);
+  disp_registration *reg = NULL;
+  disp__lock();
+  disp_status st = disp__register_impl(lib_ns(lib), name, key, &kernel, lib->debug, &reg);
+  if (st == DISP_OK) keep(lib, reg, out);
+  disp__unlock();
+  return st;
+}
+
+disp_status disp_library_impl(disp_library *lib, const char *name, disp_kernel kernel,
+                              disp_registration **out) {
+  if (!lib) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_impl: NULL library");
+  /* PyTorch registers an impl without a dispatch key (in a TORCH_LIBRARY
+   * block) as CompositeImplicitAutograd. */
+  disp_key key = lib->kind == DISP_LIBRARY_IMPL && lib->key != DISP_KEY_UNDEFINED
+                     ? lib->key
+                     : DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD;
+  return disp_library_impl_key(lib, name, key, kernel, out);
+}
+
+disp_status disp_library_fallback(disp_library *lib, disp_kernel kernel, disp_registration **out) {
+  if (!lib) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_fallback: NULL library");
+  if (lib->kind != DISP_LIBRARY_IMPL || lib->key == DISP_KEY_UNDEFINED)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "fallback() needs a DISP_LIBRARY_IMPL block with a dispatch key (%s)",
+                      lib->debug);
+  disp_registration *reg = NULL;
+  disp__lock();
+  disp_status st = disp__register_fallback(lib->key, &kernel, lib->debug, &reg);
+  if (st == DISP_OK) keep(lib, reg, out);
+  disp__unlock();
+  return st;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static void run_node(disp_library_node *node) {
+  disp_library *lib = NULL;
+  disp_clear_error();
+  disp_status st = disp_library_new(node->kind, node->ns, node->key, node->file, node->line, &lib);
+  if (st == DISP_OK) {
+    node->lib = lib;
+    node->body(lib);
+  }
+  /* A body reports failures through the calls it makes; the first failing
+   * call's message is what disp_last_error() holds now. */
+  const char *msg = disp_last_error();
+  if (st != DISP_OK || msg[0]) {
+    node->state = -1;
+    free(node->error);
+    node->error = strdup(msg[0] ? msg : "failed");
+  } else {
+    node->state = 1;
+  }
+}
+
+void disp__ensure_init(void) {
+  if (atomic_load_explicit(&g_ready, memory_order_acquire) && !atomic_load(&g_queue)) return;
+  if (tls_draining) return;
+  pthread_mutex_lock(&g_init_lock);
+  tls_draining = 1;
+  if (!disp__registry.initialized) {
+    pthread_mutex_lock(&disp__registry.lock);
+    if (disp__install_builtin_fallbacks() == DISP_OK) disp__registry.initialized = 1;
+    pthread_mutex_unlock(&disp__registry.lock);
+  }
+  disp_library_node *pending = atomic_exchange(&g_queue, NULL);
+  /* The queue is LIFO; reverse it into link order. */
+  disp_library_node *fifo = NULL;
+  while (pending) {
+    disp_library_node *n = pending;
+    pending = n->next;
+    n->next = fifo;
+    fifo = n;
+  }
+  for (int pass = 0; pass < 2; pass++)
+    for (disp_library_node *n = fifo; n; n = n->next)
+      if ((n->kind == DISP_LIBRARY_IMPL) == pass) run_node(n);
+  *g_drained_tail = fifo;
+  while (*g_drained_tail) g_drained_tail = &(*g_drained_tail)->next;
+  tls_draining = 0;
+  atomic_store_explicit(&g_ready, 1, memory_order_release);
+  pthread_mutex_unlock(&g_init_lock);
+}
+
+void disp_init(void) { disp__ensure_init(); }
+
+disp_status disp_registry_check(void) {
+  disp__ensure_init();
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  disp_status st = DISP_OK;
+  pthread_mutex_lock(&g_init_lock);
+  for (disp_library_node *n = g_drained; n; n = n->next) {
+    if (n->state != -1) continue;
+    disp__strbuf_appendf(&b, "%s(%s) at %s:%d failed: %s\n", kind_macro(n->kind), n->ns, n->file,
+                         n->line, n->error ? n->error : "");
+    if (st == DISP_OK) st = DISP_ERR_INVALID_ARG;
+  }
+  pthread_mutex_unlock(&g_init_lock);
+  disp__lock();
+  disp_op *op, *tmp;
+  HASH_ITER(hh, disp__registry.ops, op, tmp) {
+    if (atomic_load(&op->schema) || op->impl_count == 0) continue;
+    disp__strbuf_appendf(&b, "%s has kernels registered but no def(); it was never defined:", op->name);
+    for (int k = 0; k < DISP_KEY_COUNT; k++)
+      for (disp_kernel_node *kn = op->kernels[k]; kn; kn = kn->next)
+        disp__strbuf_appendf(&b, " [%s: %s]", disp_key_name((disp_key)k), kn->entry->debug);
+    disp__strbuf_append(&b, "\n");
+    if (st == DISP_OK) st = DISP_ERR_OP_NOT_FOUND;
+  }
+  disp__unlock();
+  if (st != DISP_OK) {
+    if (b.len) b.data[--b.len] = '\0'; /* drop the last newline */
+    disp__fail(st, "%s", disp__strbuf_cstr(&b));
+  }
+  disp__strbuf_free(&b);
+  return st;
+}
+
+static void free_op(disp_op *op) {
+  for (int k = 0; k < DISP_KEY_COUNT; k++) {
+    while (op->kernels[k]) {
+      disp_kernel_node *n = op->kernels[k];
+      op->kernels[k] = n->next;
+      disp__kernel_entry_free(n->entry);
+      free(n);
+    }
+  }
+  while (op->retired_tables) {
+    disp_op_table *t = op->retired_tables;
+    op->retired_tables = t->retired_next;
+    free(t);
+  }
+  free(atomic_load(&op->table));
+  free(op->name);
+  free(op);
+}
+
+void disp_shutdown(void) {
+  pthread_mutex_lock(&g_init_lock);
+  tls_draining = 1; /* freeing libraries must not start a drain */
+  /* Static libraries go first, newest first, as their registrations would. */
+  int n = 0;
+  for (disp_library_node *node = g_drained; node; node = node->next) n++;
+  disp_library_node **order = malloc((n ? n : 1) * sizeof *order);
+  int i = 0;
+  for (disp_library_node *node = g_drained; node; node = node->next) {
+    if (order) order[i++] = node;
+  }
+  while (order && i-- > 0) {
+    disp_library_free(order[i]->lib);
+    order[i]->lib = NULL;
+  }
+  free(order);
+
+  pthread_mutex_lock(&disp__registry.lock);
+  disp_op *op, *tmp;
+  HASH_ITER(hh, disp__registry.ops, op, tmp) {
+    HASH_DEL(disp__registry.ops, op);
+    free_op(op);
+  }
+  for (int s = 0; s < DISP_NUM_RUNTIME_ENTRIES; s++) {
+    disp_fallback_slot *fb = &disp__registry.fallbacks[s];
+    /* A user fallback on an alias key fills several slots with one entry. */
+    if (fb->user) {
+      disp_kernel_entry *e = fb->user;
+      for (int t = s; t < DISP_NUM_RUNTIME_ENTRIES; t++)
+        if (disp__registry.fallbacks[t].user == e) disp__registry.fallbacks[t].user = NULL;
+      disp__kernel_entry_free(e);
+    }
+    disp__kernel_entry_free(fb->builtin);
+    memset(fb, 0, sizeof *fb);
+  }
+  disp_namespace_claim *c, *ctmp;
+  HASH_ITER(hh, disp__registry.namespaces, c, ctmp) {
+    HASH_DEL(disp__registry.namespaces, c);
+    free(c->ns);
+    free(c->debug);
+    free(c);
+  }
+  while (disp__registry.retired_entries) {
+    disp_kernel_entry *e = disp__registry.retired_entries;
+    disp__registry.retired_entries = e->retired_next;
+    disp__kernel_entry_free(e);
+  }
+  while (disp__registry.retired_schemas) {
+    disp_retired_schema *r = disp__registry.retired_schemas;
+    disp__registry.retired_schemas = r->next;
+    disp_schema_free(r->schema);
+    free(r);
+  }
+  disp__kernel_entry_free(disp__registry.ambiguous);
+  disp__registry.ambiguous = NULL;
+  disp__registry.initialized = 0;
+  g_generation++;
+  pthread_mutex_unlock(&disp__registry.lock);
+
+  /* Put every static block back in the queue for the next disp_init(). */
+  for (disp_library_node *node = g_drained; node; node = node->next) {
+    node->state = 0;
+    free(node->error);
+    node->error = NULL;
+  }
+  disp_library_node *rest = g_drained;
+  g_drained = NULL;
+  g_drained_tail = &g_drained;
+  /* Enqueue in link order: the drain reverses the LIFO queue back. */
+  while (rest) {
+    disp_library_node *next = rest->next;
+    disp_library_enqueue(rest);
+    rest = next;
+  }
+  atomic_store(&g_ready, 0);
+  tls_draining = 0;
+  pthread_mutex_unlock(&g_init_lock);
+}

@@ -1,0 +1,165 @@
+/*
+ * op_table.c - computing and publishing an operator's dispatch table.
+ *
+ * Each runtime key's entry follows PyTorch's
+ * OperatorEntry::computeDispatchTableEntryWithDebug:
+ *   1. a kernel registered directly on the key;
+ *   2. CompositeExplicitAutogradNonFunctional, then CompositeExplicitAutograd,
+ *      for the keys they cover and Undefined ("default backend kernel");
+ *   3. CompositeImplicitAutograd for the keys it covers and Undefined, except
+ *      that AutogradOther is ambiguous when a Quantized/Sparse key also has a
+ *      kernel, and that an Autograd<B> key skips it when B or
+ *      CompositeExplicitAutograd has a kernel ("math kernel");
+ *   4. the Autograd alias for autograd keys ("autograd kernel");
+ *   5. the backend fallback of the key ("backend fallback");
+ *   6. nothing ("missing").
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+#include "registry_internal.h"
+
+const char *disp__provenance_name(disp_provenance p) {
+  switch (p) {
+    case DISP_PROV_KERNEL: return "kernel";
+    case DISP_PROV_DEFAULT_BACKEND: return "default backend kernel";
+    case DISP_PROV_MATH: return "math kernel";
+    case DISP_PROV_AMBIGUOUS: return "ambiguous autogradother";
+    case DISP_PROV_AUTOGRAD: return "autograd kernel";
+    case DISP_PROV_FALLBACK: return "backend fallback";
+    case DISP_PROV_MISSING: break;
+  }
+  return "missing";
+}
+
+static const disp_kernel_entry *top(const disp_op *op, disp_key k) {
+  return op->kernels[k] ? op->kernels[k]->entry : NULL;
+}
+
+/* PyTorch's hasKernelForAnyDispatchKey: a kernel (fallthroughs count) on a
+ * runtime key in `ks`; alias keys never count. */
+static int has_kernel_for_any(const disp_op *op, disp_keyset ks) {
+  for (int k = DISP_KEY_CPU; k < DISP_KEY_END_OF_RUNTIME_KEYS; k++)
+    if (op->kernels[k] && disp_keyset_has(ks, (disp_key)k)) return 1;
+  for (int k = 1; k <= DISP_NUM_FUNCTIONALITIES; k++)
+    if (op->kernels[k] && disp_keyset_has(ks, (disp_key)k)) return 1;
+  return 0;
+}
+
+/* The Quantized and Sparse keys of every backend: what AutogradOther stands
+ * for among the keys libdispatch has (PyTorch's autogradother_backends). */
+static disp_keyset autogradother_backends(void) {
+  disp_keyset s = disp_keyset_or(disp_keyset_of(DISP_KEY_QUANTIZED), disp_keyset_of(DISP_KEY_SPARSE));
+  s.repr |= DISP_KEYSET_BACKEND_MASK;
+  return s;
+}
+
+/* PyTorch's getBackendKeySetFromAutograd: Autograd<B> -> {B}, AutogradOther
+ * -> its backends, anything else -> {}. */
+static disp_keyset backends_of_autograd_key(disp_key k) {
+  if (k == DISP_KEY_AUTOGRAD_OTHER) return autogradother_backends();
+  if (disp_key_functionality(k) == DISP_KEY_AUTOGRAD_FUNCTIONALITY)
+    return disp_keyset_of(disp_key_for_backend(DISP_KEY_DENSE, (disp_backend)disp_key_backend(k)));
+  return disp_keyset_empty();
+}
+
+const disp_kernel_entry *disp__op_compute_entry(const disp_op *op, disp_key key,
+                                                disp_provenance *prov) {
+  const disp_kernel_entry *e;
+  int undefined = key == DISP_KEY_UNDEFINED;
+
+  if ((e = top(op, key)) && !undefined) {
+    *prov = DISP_PROV_KERNEL;
+    return e;
+  }
+  if (undefined || disp_key_is_included_in_alias(key, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL)) {
+    if ((e = top(op, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL))) {
+      *prov = DISP_PROV_DEFAULT_BACKEND;
+      return e;
+    }
+  }
+  if (undefined || disp_key_is_included_in_alias(key, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD)) {
+    if ((e = top(op, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD))) {
+      *prov = DISP_PROV_DEFAULT_BACKEND;
+      return e;
+    }
+  }
+  int has_backend_kernel = (!undefined && has_kernel_for_any(op, backends_of_autograd_key(key))) ||
+                           top(op, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD) != NULL;
+  if (undefined || disp_key_is_included_in_alias(key, DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD)) {
+    if ((e = top(op, DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD))) {
+      if (key == DISP_KEY_AUTOGRAD_OTHER && has_kernel_for_any(op, autogradother_backends())) {
+        *prov = DISP_PROV_AMBIGUOUS;
+        return disp__registry.ambiguous;
+      }
+      if (!has_backend_kernel) {
+        *prov = DISP_PROV_MATH;
+        return e;
+      }
+    }
+  }
+  if (!undefined && disp_key_is_included_in_alias(key, DISP_KEY_AUTOGRAD)) {
+    if ((e = top(op, DISP_KEY_AUTOGRAD))) {
+      *prov = DISP_PROV_AUTOGRAD;
+      return e;
+    }
+  }
+  const disp_fallback_slot *fb = &disp__registry.fallbacks[disp_key_table_index(key)];
+  if ((e = fb->user ? fb->user : fb->builtin)) {
+    *prov = DISP_PROV_FALLBACK;
+    return e;
+  }
+  *prov = DISP_PROV_MISSING;
+  return NULL;
+}
+
+static void compute_table(const disp_op *op, disp_op_table *t) {
+  memset(t, 0, sizeof *t);
+  for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
+    disp_provenance prov;
+    t->slot[i] = disp__op_compute_entry(op, disp_key_for_table_index(i), &prov);
+  }
+  /* A fallthrough slot removes its key from the call's key set. For a
+   * per-backend key only calls whose highest backend is that key's backend
+   * are affected, hence one mask per backend index. */
+  for (int b = 0; b <= DISP_NUM_BACKENDS; b++) {
+    disp_keyset mask = disp_keyset_full();
+    for (int i = 1; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
+      const disp_kernel_entry *e = t->slot[i];
+      if (!e || !(e->flags & DISP_KERNEL_FALLTHROUGH)) continue;
+      disp_key k = disp_key_for_table_index(i);
+      int kb = disp_key_backend(k);
+      if (kb >= 0 && kb != b) continue;
+      mask = disp_keyset_remove(mask, k);
+    }
+    t->non_fallthrough[b] = mask;
+  }
+}
+
+disp_status disp__op_update_table(disp_op *op) {
+  disp_op_table *fresh = malloc(sizeof *fresh);
+  if (!fresh) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory computing the table of %s", op->name);
+  compute_table(op, fresh);
+  disp_op_table *old = atomic_load_explicit(&op->table, memory_order_relaxed);
+  if (old && memcmp(old->slot, fresh->slot, sizeof fresh->slot) == 0 &&
+      memcmp(old->non_fallthrough, fresh->non_fallthrough, sizeof fresh->non_fallthrough) == 0) {
+    free(fresh);
+    return DISP_OK;
+  }
+  atomic_store_explicit(&op->table, fresh, memory_order_release);
+  if (old) {
+    old->retired_next = op->retired_tables;
+    op->retired_tables = old;
+  }
+  return DISP_OK;
+}
+
+disp_status disp__ops_update_all(void) {
+  disp_op *op, *tmp;
+  HASH_ITER(hh, disp__registry.ops, op, tmp) {
+    disp_status st = disp__op_update_table(op);
+    if (st != DISP_OK) return st;
+  }
+  return DISP_OK;
+}

@@ -1,0 +1,467 @@
+/*
+ * registry.c - operators, registrations and their removal.
+ *
+ * Every function that changes the registry validates everything and
+ * allocates everything it needs before its first change, so a failure leaves
+ * the registry exactly as it was.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+#include "registry_internal.h"
+#include "schema_internal.h"
+#include "strbuf_internal.h"
+
+disp_registry disp__registry = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void disp__lock(void) {
+  disp__ensure_init();
+  pthread_mutex_lock(&disp__registry.lock);
+}
+
+void disp__unlock(void) { pthread_mutex_unlock(&disp__registry.lock); }
+
+/* ---- kernel entries ----------------------------------------------------- */
+
+disp_kernel_entry *disp__kernel_entry_new(const disp_kernel *k, const char *default_debug,
+                                          disp_status *st) {
+  disp_kernel_entry *e = calloc(1, sizeof *e);
+  if (!e) goto oom;
+  e->boxed = k->boxed;
+  e->unboxed = k->unboxed;
+  e->flags = k->flags;
+  e->user_data = k->user_data;
+  e->destroy = k->destroy;
+  e->debug = strdup(k->debug ? k->debug : default_debug);
+  if (!e->debug) goto oom;
+  if (k->schema) {
+    *st = disp_schema_parse(k->schema, &e->schema);
+    if (*st != DISP_OK) {
+      disp__error_prefix("invalid schema given for a kernel: ");
+      e->destroy = NULL; /* the caller keeps user_data on failure */
+      disp__kernel_entry_free(e);
+      return NULL;
+    }
+  }
+  *st = DISP_OK;
+  return e;
+oom:
+  if (e) {
+    e->destroy = NULL;
+    disp__kernel_entry_free(e);
+  }
+  *st = disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering a kernel");
+  return NULL;
+}
+
+void disp__kernel_entry_free(disp_kernel_entry *e) {
+  if (!e) return;
+  if (e->destroy) e->destroy(e->user_data);
+  free(e->debug);
+  disp_schema_free(e->schema);
+  free(e);
+}
+
+void disp__kernel_entry_retire(disp_kernel_entry *e) {
+  if (e->destroy) e->destroy(e->user_data);
+  e->destroy = NULL;
+  e->retired_next = disp__registry.retired_entries;
+  disp__registry.retired_entries = e;
+}
+
+/* ---- operators ---------------------------------------------------------- */
+
+disp_op *disp__op_lookup(const char *name) {
+  disp_op *op = NULL;
+  HASH_FIND_STR(disp__registry.ops, name, op);
+  return op;
+}
+
+disp_status disp__op_get_or_create(const char *name, disp_op **out) {
+  disp_op *op = disp__op_lookup(name);
+  if (op) {
+    *out = op;
+    return DISP_OK;
+  }
+  op = calloc(1, sizeof *op);
+  if (!op || !(op->name = strdup(name))) {
+    free(op);
+    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating operator %s", name);
+  }
+  if (disp__op_update_table(op) != DISP_OK) {
+    free(op->name);
+    free(op);
+    return DISP_ERR_NO_MEMORY;
+  }
+  HASH_ADD_KEYPTR(hh, disp__registry.ops, op->name, strlen(op->name), op);
+  if (disp__op_lookup(name) != op) { /* uthash ran out of memory */
+    free(atomic_load(&op->table));
+    free(op->name);
+    free(op);
+    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating operator %s", name);
+  }
+  *out = op;
+  return DISP_OK;
+}
+
+const char *disp_op_name(const disp_op *op) { return op->name; }
+
+const disp_schema *disp_op_schema(const disp_op *op) {
+  return atomic_load_explicit(&((disp_op *)op)->schema, memory_order_acquire);
+}
+
+disp_status disp_op_find(const char *qualified_name, const disp_op **out) {
+  if (!qualified_name || !out) return disp__fail(DISP_ERR_INVALID_ARG, "disp_op_find: NULL argument");
+  disp__lock();
+  disp_op *op = disp__op_lookup(qualified_name);
+  int defined = op && atomic_load(&op->schema);
+  disp__unlock();
+  if (!defined) return disp__fail(DISP_ERR_OP_NOT_FOUND, "Could not find schema for %s", qualified_name);
+  *out = op;
+  return DISP_OK;
+}
+
+int disp_op_has_kernel(const disp_op *op, disp_key key) {
+  if ((unsigned)key >= DISP_KEY_COUNT) return 0;
+  disp__lock();
+  int has = op->kernels[key] != NULL;
+  disp__unlock();
+  return has;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+disp_status disp_op_list(const char ***names, size_t *count) {
+  disp__lock();
+  size_t n = 0, i = 0;
+  disp_op *op, *tmp;
+  HASH_ITER(hh, disp__registry.ops, op, tmp) if (atomic_load(&op->schema)) n++;
+  const char **arr = malloc((n ? n : 1) * sizeof *arr);
+  if (!arr) {
+    disp__unlock();
+    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory listing operators");
+  }
+  HASH_ITER(hh, disp__registry.ops, op, tmp) if (atomic_load(&op->schema)) arr[i++] = op->name;
+  disp__unlock();
+  qsort(arr, n, sizeof *arr, cmp_str);
+  *names = arr;
+  *count = n;
+  return DISP_OK;
+}
+
+/* ---- def ---------------------------------------------------------------- */
+
+/* PyTorch checks every kernel's inferred schema against the def, both when
+ * the kernel comes after the def and when the def comes after it. */
+static disp_status check_kernel_schema(const disp_op *op, const disp_schema *def_schema,
+                                       const char *def_debug, const disp_kernel_entry *e) {
+  if (!e->schema || !def_schema) return DISP_OK;
+  char *reason = NULL;
+  disp_status st = disp__schema_check_compatible(def_schema, e->schema, &reason);
+  if (st == DISP_OK) return DISP_OK;
+  if (!reason) return st; /* out of memory */
+  char *want = disp_schema_to_string(def_schema);
+  char *got = disp_schema_to_string(e->schema);
+  st = disp__fail(DISP_ERR_MISMATCH,
+                  "Inferred operator schema for a C++ kernel function doesn't match the expected "
+                  "function schema.\n  operator: %s\n  expected schema: %s\n    %s\n  inferred "
+                  "schema: %s\n    %s\n  reason: %s",
+                  op->name, want ? want : "?", def_debug, got ? got : "?", e->debug, reason);
+  free(want);
+  free(got);
+  free(reason);
+  return st;
+}
+
+disp_status disp__register_def(const char *ns, const char *schema_text, const char *debug,
+                               disp_registration **out) {
+  disp_schema *schema = NULL;
+  disp_status st = disp_schema_parse_ns(schema_text, ns, &schema);
+  if (st != DISP_OK) return st;
+  const char *name = disp_schema_qualified_name(schema);
+  disp_op *op = disp__op_lookup(name);
+  if (op && atomic_load(&op->schema)) {
+    char *text = disp_schema_to_string(schema);
+    st = disp__fail(DISP_ERR_DUPLICATE,
+                    "Tried to register an operator (%s) with the same name and overload name "
+                    "multiple times. Each overload's schema should only be registered with a "
+                    "single call to def(). Duplicate registration: %s. Original registration: %s",
+                    text ? text : name, debug, op->def->debug);
+    free(text);
+    disp_schema_free(schema);
+    return st;
+  }
+  if (op) {
+    for (int k = 0; k < DISP_KEY_COUNT; k++)
+      for (disp_kernel_node *n = op->kernels[k]; n; n = n->next)
+        if ((st = check_kernel_schema(op, schema, debug, n->entry)) != DISP_OK) {
+          disp_schema_free(schema);
+          return st;
+        }
+  }
+  disp_registration *reg = calloc(1, sizeof *reg);
+  if (!reg || !(reg->debug = strdup(debug))) goto oom;
+  int created = op == NULL;
+  if (!op && disp__op_get_or_create(name, &op) != DISP_OK) goto oom;
+  reg->kind = DISP_REG_DEF;
+  reg->op = op;
+  reg->schema = schema;
+  op->def = reg;
+  atomic_store_explicit(&op->schema, schema, memory_order_release);
+  (void)created;
+  *out = reg;
+  return DISP_OK;
+oom:
+  if (reg) free(reg->debug);
+  free(reg);
+  disp_schema_free(schema);
+  return disp__fail(DISP_ERR_NO_MEMORY, "out of memory defining %s", schema_text);
+}
+
+/* ---- impl --------------------------------------------------------------- */
+
+static disp_status check_kernel_shape(const disp_kernel *k, const char *what, const char *name,
+                                      disp_key key) {
+  if (k->flags & DISP_KERNEL_FALLTHROUGH) {
+    if (k->boxed || k->unboxed)
+      return disp__fail(DISP_ERR_INVALID_ARG,
+                        "%s for %s on dispatch key %s: a fallthrough kernel has no function", what,
+                        name, disp_key_name(key));
+    return DISP_OK;
+  }
+  if (!k->boxed && !k->unboxed)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "%s for %s on dispatch key %s: the kernel has neither a boxed nor an unboxed "
+                      "function",
+                      what, name, disp_key_name(key));
+  return DISP_OK;
+}
+
+static int is_registrable_key(disp_key key) {
+  if (disp_key_is_alias(key)) return 1;
+  return disp_key_table_index(key) > 0;
+}
+
+disp_status disp__register_impl(const char *ns, const char *name, disp_key key,
+                                const disp_kernel *kernel, const char *debug,
+                                disp_registration **out) {
+  char *qualified = NULL;
+  disp_status st = disp_schema_parse_name(name, ns, &qualified);
+  if (st != DISP_OK) return st;
+  if (!is_registrable_key(key)) {
+    st = disp__fail(DISP_ERR_INVALID_ARG,
+                    "Tried to register a kernel for %s on dispatch key %s, which is not a runtime "
+                    "or alias key",
+                    qualified, disp_key_name(key));
+    free(qualified);
+    return st;
+  }
+  if ((st = check_kernel_shape(kernel, "Tried to register a kernel", qualified, key)) != DISP_OK) {
+    free(qualified);
+    return st;
+  }
+  disp_kernel_entry *e = disp__kernel_entry_new(kernel, debug, &st);
+  if (!e) {
+    free(qualified);
+    return st;
+  }
+  disp_op *op = disp__op_lookup(qualified);
+  if (op && op->def && (st = check_kernel_schema(op, atomic_load(&op->schema), op->def->debug, e)) != DISP_OK)
+    goto fail;
+  disp_kernel_node *node = malloc(sizeof *node);
+  disp_registration *reg = calloc(1, sizeof *reg);
+  if (!node || !reg) {
+    free(node);
+    free(reg);
+    st = disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering a kernel for %s", qualified);
+    goto fail;
+  }
+  if (!op && (st = disp__op_get_or_create(qualified, &op)) != DISP_OK) {
+    free(node);
+    free(reg);
+    goto fail;
+  }
+  if (op->kernels[key]) {
+    const disp_schema *s = atomic_load(&op->schema);
+    char *text = s ? disp_schema_to_string(s) : NULL;
+    disp__warn("Overriding a previously registered kernel for the same operator and the same "
+               "dispatch key\n  operator: %s\n    %s\n  dispatch key: %s\n  previous kernel: %s\n"
+               "       new kernel: %s",
+               text ? text : qualified, op->def ? op->def->debug : "no debug info",
+               disp_key_name(key), op->kernels[key]->entry->debug, e->debug);
+    free(text);
+  }
+  node->entry = e;
+  node->next = op->kernels[key];
+  op->kernels[key] = node;
+  op->impl_count++;
+  reg->kind = DISP_REG_IMPL;
+  reg->op = op;
+  reg->key = key;
+  reg->entry = e;
+  if ((st = disp__op_update_table(op)) != DISP_OK) {
+    op->kernels[key] = node->next;
+    op->impl_count--;
+    free(node);
+    free(reg);
+    goto fail;
+  }
+  free(qualified);
+  *out = reg;
+  return DISP_OK;
+fail:
+  e->destroy = NULL; /* the caller keeps its user_data */
+  disp__kernel_entry_free(e);
+  free(qualified);
+  return st;
+}
+
+/* ---- fallbacks ---------------------------------------------------------- */
+
+/* The table slots a fallback on `key` fills: one for a runtime key, every
+ * covered runtime key for an alias. Returns the count (0: not allowed). */
+static int fallback_slots(disp_key key, int *slots) {
+  int n = 0;
+  if (disp_key_is_alias(key)) {
+    disp_keyset ks = disp_key_runtime_keyset(key);
+    for (int i = 1; i < DISP_NUM_RUNTIME_ENTRIES; i++)
+      if (disp_keyset_has(ks, disp_key_for_table_index(i))) slots[n++] = i;
+    return n;
+  }
+  int i = disp_key_table_index(key);
+  if (i > 0) slots[n++] = i;
+  return n;
+}
+
+disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, const char *debug,
+                                    disp_registration **out) {
+  int slots[DISP_NUM_RUNTIME_ENTRIES];
+  int n = fallback_slots(key, slots);
+  disp_status st;
+  if (n == 0)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "Tried to register a backend fallback for dispatch key %s, which is not a "
+                      "runtime or alias key",
+                      disp_key_name(key));
+  if ((st = check_kernel_shape(kernel, "Tried to register a backend fallback", "all operators",
+                               key)) != DISP_OK)
+    return st;
+  if (!(kernel->flags & DISP_KERNEL_FALLTHROUGH) && !kernel->boxed)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "Tried to register a backend fallback for dispatch key %s with an unboxed "
+                      "kernel; a fallback serves every operator, so it must be boxed (or a "
+                      "fallthrough)",
+                      disp_key_name(key));
+  for (int i = 0; i < n; i++) {
+    const disp_fallback_slot *fb = &disp__registry.fallbacks[slots[i]];
+    if (fb->user)
+      return disp__fail(DISP_ERR_DUPLICATE,
+                        "Tried to register multiple backend fallbacks for the same dispatch key "
+                        "%s; previous registration %s, new registration %s",
+                        disp_key_name(disp_key_for_table_index(slots[i])), fb->user->debug, debug);
+  }
+  disp_kernel_entry *e = disp__kernel_entry_new(kernel, debug, &st);
+  if (!e) return st;
+  disp_registration *reg = calloc(1, sizeof *reg);
+  if (!reg) {
+    e->destroy = NULL;
+    disp__kernel_entry_free(e);
+    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering a fallback");
+  }
+  reg->kind = DISP_REG_FALLBACK;
+  reg->key = key;
+  reg->entry = e;
+  for (int i = 0; i < n; i++) {
+    disp__registry.fallbacks[slots[i]].user = e;
+    disp__registry.fallbacks[slots[i]].user_reg = reg;
+  }
+  if ((st = disp__ops_update_all()) != DISP_OK) {
+    for (int i = 0; i < n; i++) {
+      disp__registry.fallbacks[slots[i]].user = NULL;
+      disp__registry.fallbacks[slots[i]].user_reg = NULL;
+    }
+    disp__ops_update_all(); /* best effort: restores tables that did change */
+    free(reg);
+    e->destroy = NULL;
+    disp__kernel_entry_free(e);
+    return st;
+  }
+  *out = reg;
+  return DISP_OK;
+}
+
+/* ---- removal ------------------------------------------------------------ */
+
+static void retire_schema(disp_schema *s) {
+  disp_retired_schema *r = malloc(sizeof *r);
+  if (!r) return; /* leak rather than free under a possible reader */
+  r->schema = s;
+  r->next = disp__registry.retired_schemas;
+  disp__registry.retired_schemas = r;
+}
+
+void disp__registration_remove_locked(disp_registration *reg) {
+  if (!reg || reg->removed) return;
+  reg->removed = 1;
+  switch (reg->kind) {
+    case DISP_REG_DEF: {
+      disp_op *op = reg->op;
+      atomic_store_explicit(&op->schema, NULL, memory_order_release);
+      op->def = NULL;
+      retire_schema(reg->schema);
+      reg->schema = NULL;
+      break;
+    }
+    case DISP_REG_IMPL: {
+      disp_op *op = reg->op;
+      for (disp_kernel_node **p = &op->kernels[reg->key]; *p; p = &(*p)->next) {
+        if ((*p)->entry != reg->entry) continue;
+        disp_kernel_node *dead = *p;
+        *p = dead->next;
+        free(dead);
+        break;
+      }
+      op->impl_count--;
+      /* Recomputing after a removal needs one allocation; if it fails the
+       * old table stays published, still pointing at the retired entry,
+       * whose memory lives on (Note [Lock-free tables]). */
+      disp__op_update_table(op);
+      disp__kernel_entry_retire(reg->entry);
+      reg->entry = NULL;
+      break;
+    }
+    case DISP_REG_FALLBACK: {
+      for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
+        if (disp__registry.fallbacks[i].user_reg != reg) continue;
+        disp__registry.fallbacks[i].user = NULL;
+        disp__registry.fallbacks[i].user_reg = NULL;
+      }
+      disp__ops_update_all();
+      disp__kernel_entry_retire(reg->entry);
+      reg->entry = NULL;
+      break;
+    }
+  }
+}
+
+void disp_registration_remove(disp_registration *reg) {
+  if (!reg) return;
+  disp__lock();
+  disp__registration_remove_locked(reg);
+  disp__unlock();
+}
+
+const char *disp_registration_debug(const disp_registration *reg) {
+  if (reg->debug) return reg->debug;
+  return reg->entry ? reg->entry->debug : "";
+}
+
+void disp__registration_free(disp_registration *reg) {
+  if (!reg) return;
+  free(reg->debug);
+  disp_schema_free(reg->schema);
+  free(reg);
+}

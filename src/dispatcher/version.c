@@ -1,0 +1,5 @@
+/* version.c - the run-time version. */
+#include "disp/version.h"
+
+unsigned disp_version(void) { return DISP_VERSION_HEX; }
+const char *disp_version_string(void) { return DISP_VERSION_STRING; }

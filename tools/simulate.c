@@ -1,0 +1,260 @@
+/*
+ * simulate.c - the conformance registration-script interpreter.
+ */
+#include "simulate.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_IMPLS = 64 };
+
+typedef struct sim_opinfo {
+  const disp_op *op;
+  char *ns;
+  int nimpls;
+  char *impl_debug[MAX_IMPLS];
+} sim_opinfo;
+
+struct sim_script {
+  disp_library **libs;
+  int nlibs, caplibs;
+  sim_opinfo *ops;
+  int nops, capops;
+};
+
+/* The test kernel for tables: never expected to run in table scenarios. */
+static disp_status sim_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
+  (void)ks, (void)stack, (void)ud;
+  return disp_set_error(DISP_ERR_KERNEL, "simulate: kernel of %s called", disp_op_name(op));
+}
+
+static int push_lib(sim_script *s, disp_library *lib) {
+  if (s->nlibs == s->caplibs) {
+    int cap = s->caplibs ? 2 * s->caplibs : 16;
+    disp_library **p = realloc(s->libs, (size_t)cap * sizeof *p);
+    if (!p) return 0;
+    s->libs = p;
+    s->caplibs = cap;
+  }
+  s->libs[s->nlibs++] = lib;
+  return 1;
+}
+
+static char *trim(char *p) {
+  while (isspace((unsigned char)*p)) p++;
+  char *e = p + strlen(p);
+  while (e > p && isspace((unsigned char)e[-1])) *--e = '\0';
+  return p;
+}
+
+static disp_status line_error(int lineno, disp_status st, const char *what) {
+  char *msg = strdup(disp_last_error());
+  disp_set_error(st, "line %d: %s%s%s", lineno, what, msg && msg[0] ? ": " : "", msg ? msg : "");
+  free(msg);
+  return st;
+}
+
+static disp_status parse_key(const char *name, int lineno, disp_key *k) {
+  if (disp_key_parse(name, k) != DISP_OK) return line_error(lineno, DISP_ERR_INVALID_ARG, "unknown key");
+  return DISP_OK;
+}
+
+static disp_status do_def(sim_script *s, const char *schema_text, int lineno) {
+  /* The namespace is the schema's own; parse it to open a fragment there. */
+  disp_schema *schema = NULL;
+  disp_status st = disp_schema_parse(schema_text, &schema);
+  if (st != DISP_OK) return line_error(lineno, st, "bad schema");
+  const char *ns = disp_schema_namespace(schema);
+  char *ns_copy = strdup(ns ? ns : "");
+  disp_schema_free(schema);
+  if (!ns_copy || !ns_copy[0]) {
+    free(ns_copy);
+    return line_error(lineno, DISP_ERR_SCHEMA, "def needs a namespaced schema");
+  }
+  disp_library *lib = NULL;
+  st = disp_library_new(DISP_LIBRARY_FRAGMENT, ns_copy, DISP_KEY_UNDEFINED, "simulate", lineno, &lib);
+  if (st == DISP_OK && !push_lib(s, lib)) {
+    disp_library_free(lib);
+    st = disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+  }
+  if (st != DISP_OK) {
+    free(ns_copy);
+    return line_error(lineno, st, "def failed");
+  }
+  disp_registration *reg = NULL;
+  if ((st = disp_library_def(lib, schema_text, &reg)) != DISP_OK) {
+    free(ns_copy);
+    return line_error(lineno, st, "def failed");
+  }
+  if (s->nops == s->capops) {
+    int cap = s->capops ? 2 * s->capops : 8;
+    sim_opinfo *p = realloc(s->ops, (size_t)cap * sizeof *p);
+    if (!p) {
+      free(ns_copy);
+      return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+    }
+    s->ops = p;
+    s->capops = cap;
+  }
+  sim_opinfo *o = &s->ops[s->nops++];
+  memset(o, 0, sizeof *o);
+  o->ns = ns_copy;
+  disp_schema *parsed = NULL;
+  disp_schema_parse_ns(schema_text, ns_copy, &parsed);
+  st = disp_op_find(disp_schema_qualified_name(parsed), &o->op);
+  disp_schema_free(parsed);
+  return st == DISP_OK ? DISP_OK : line_error(lineno, st, "def lookup failed");
+}
+
+static disp_status do_impl(sim_script *s, char *args, const char *line, int lineno) {
+  if (s->nops == 0) return line_error(lineno, DISP_ERR_INVALID_ARG, "impl before any def");
+  sim_opinfo *o = &s->ops[s->nops - 1];
+  if (o->nimpls == MAX_IMPLS) return line_error(lineno, DISP_ERR_INVALID_ARG, "too many impls");
+  char *key_name = strtok(args, " \t");
+  char *mode = strtok(NULL, " \t");
+  if (!key_name || (mode && strcmp(mode, "fallthrough") != 0) || strtok(NULL, " \t"))
+    return line_error(lineno, DISP_ERR_INVALID_ARG, "expected 'impl KEY [fallthrough]'");
+  disp_key key;
+  disp_status st = parse_key(key_name, lineno, &key);
+  if (st != DISP_OK) return st;
+  char dbg[256];
+  snprintf(dbg, sizeof dbg, "reg#%d: %s", o->nimpls, line);
+  disp_kernel k = mode ? disp_kernel_fallthrough() : disp_kernel_boxed(sim_kernel, NULL, NULL);
+  k.debug = dbg;
+  disp_library *lib = NULL;
+  st = disp_library_new(DISP_LIBRARY_IMPL, o->ns, key, "simulate", lineno, &lib);
+  if (st == DISP_OK && !push_lib(s, lib)) {
+    disp_library_free(lib);
+    st = disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+  }
+  if (st == DISP_OK) st = disp_library_impl(lib, disp_op_name(o->op), k, NULL);
+  if (st != DISP_OK) return line_error(lineno, st, "impl failed");
+  if (!(o->impl_debug[o->nimpls] = strdup(dbg))) return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+  o->nimpls++;
+  return DISP_OK;
+}
+
+static disp_status do_fallback(sim_script *s, char *args, const char *line, int lineno) {
+  char *key_name = strtok(args, " \t");
+  char *mode = strtok(NULL, " \t");
+  if (!key_name || !mode || (strcmp(mode, "boxed") && strcmp(mode, "fallthrough")) || strtok(NULL, " \t"))
+    return line_error(lineno, DISP_ERR_INVALID_ARG, "expected 'fallback KEY boxed|fallthrough'");
+  disp_key key;
+  disp_status st = parse_key(key_name, lineno, &key);
+  if (st != DISP_OK) return st;
+  disp_kernel k = strcmp(mode, "fallthrough") == 0 ? disp_kernel_fallthrough()
+                                                    : disp_kernel_boxed(sim_kernel, NULL, NULL);
+  k.debug = line;
+  disp_library *lib = NULL;
+  st = disp_library_new(DISP_LIBRARY_IMPL, "_", key, "simulate", lineno, &lib);
+  if (st == DISP_OK && !push_lib(s, lib)) {
+    disp_library_free(lib);
+    st = disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+  }
+  if (st == DISP_OK) st = disp_library_fallback(lib, k, NULL);
+  return st == DISP_OK ? DISP_OK : line_error(lineno, st, "fallback failed");
+}
+
+disp_status sim_run(const char *text, sim_script **out) {
+  sim_script *s = calloc(1, sizeof *s);
+  char *copy = strdup(text);
+  if (!s || !copy) {
+    free(s);
+    free(copy);
+    return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+  }
+  disp_status st = DISP_OK;
+  int lineno = 0;
+  char *save = NULL;
+  for (char *raw = copy, *next; raw && st == DISP_OK; raw = next) {
+    next = strchr(raw, '\n');
+    if (next) *next++ = '\0';
+    lineno++;
+    char *line = trim(raw);
+    if (!*line || line[0] == '#') continue;
+    if (strcmp(line, "---") == 0) break;
+    char *line_copy = strdup(line);
+    if (!line_copy) {
+      st = disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+      break;
+    }
+    if (strncmp(line, "def ", 4) == 0) {
+      st = do_def(s, trim(line + 4), lineno);
+    } else if (strncmp(line, "impl ", 5) == 0) {
+      st = do_impl(s, line + 5, line_copy, lineno);
+    } else if (strncmp(line, "fallback ", 9) == 0) {
+      st = do_fallback(s, line + 9, line_copy, lineno);
+    } else {
+      st = disp_set_error(DISP_ERR_INVALID_ARG,
+                          "line %d: expected 'def', 'impl', 'fallback', '#' or '---', found '%s'",
+                          lineno, line);
+    }
+    free(line_copy);
+  }
+  (void)save;
+  free(copy);
+  if (st != DISP_OK) {
+    char *msg = strdup(disp_last_error());
+    sim_free(s);
+    disp_set_error(st, "%s", msg ? msg : "simulate failed");
+    free(msg);
+    return st;
+  }
+  *out = s;
+  return DISP_OK;
+}
+
+int sim_num_ops(const sim_script *s) { return s->nops; }
+const disp_op *sim_op(const sim_script *s, int i) { return s->ops[i].op; }
+const char *sim_impl_debug(const sim_script *s, int op_index, int reg) {
+  const sim_opinfo *o = &s->ops[op_index];
+  return reg >= 0 && reg < o->nimpls ? o->impl_debug[reg] : NULL;
+}
+
+disp_status sim_print_tables(const sim_script *s, FILE *out) {
+  for (int i = 0; i < s->nops; i++) {
+    char *table = disp_op_dump_table(s->ops[i].op);
+    if (!table) return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+    fprintf(out, "== %s\n%s", disp_op_name(s->ops[i].op), table);
+    free(table);
+  }
+  return DISP_OK;
+}
+
+void sim_free(sim_script *s) {
+  if (!s) return;
+  for (int i = s->nlibs - 1; i >= 0; i--) disp_library_free(s->libs[i]);
+  for (int i = 0; i < s->nops; i++) {
+    free(s->ops[i].ns);
+    for (int j = 0; j < s->ops[i].nimpls; j++) free(s->ops[i].impl_debug[j]);
+  }
+  free(s->ops);
+  free(s->libs);
+  free(s);
+}
+
+char *sim_read_file(const char *path) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t n = fread(buf + len, 1, cap - len - 1, f);
+    len += n;
+    if (len + 1 < cap) break;
+    char *p = realloc(buf, cap * 2);
+    if (!p) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = p;
+    cap *= 2;
+  }
+  if (buf) buf[len] = '\0';
+  if (f != stdin) fclose(f);
+  if (!buf) errno = ENOMEM;
+  return buf;
+}

@@ -1,0 +1,47 @@
+/*
+ * simulate.h - runs registration scripts in the conformance format.
+ *
+ *   # comment
+ *   fallback KEY boxed|fallthrough     a backend fallback for every operator
+ *   def SCHEMA                         define an operator
+ *   impl KEY [fallthrough]             a kernel for the last defined operator
+ *   ---                                end of the script (expected output follows)
+ *
+ * Each impl's debug text is "reg#N: <line>" (N counts the operator's impls
+ * from 0); each fallback's is the line itself. Used by `disp simulate` and by
+ * the conformance tests.
+ */
+#ifndef DISP_TOOLS_SIMULATE_H
+#define DISP_TOOLS_SIMULATE_H
+
+#include <stdio.h>
+
+#include <disp.h>
+
+typedef struct sim_script sim_script;
+
+/*
+ * sim_run - parses `text` and registers everything it says into the global
+ * dispatcher. On success *out holds the script (its libraries stay
+ * registered until sim_free). On failure returns the status, with a message
+ * "LINE: <what>" in disp_last_error(), and nothing stays registered.
+ */
+disp_status sim_run(const char *text, sim_script **out);
+
+/* sim_print_tables - "== ns::op.overload" then its dumped table, per defined op. */
+disp_status sim_print_tables(const sim_script *s, FILE *out);
+
+/* Number of operators the script defined, and the i-th one's handle. */
+int sim_num_ops(const sim_script *s);
+const disp_op *sim_op(const sim_script *s, int i);
+
+/* The debug text of the operator's impl number `reg` ("reg#N: impl KEY"). */
+const char *sim_impl_debug(const sim_script *s, int op_index, int reg);
+
+/* sim_free - removes everything the script registered. NULL ok. */
+void sim_free(sim_script *s);
+
+/* Reads a whole file ("-" is stdin) into a new string; NULL with errno set. */
+char *sim_read_file(const char *path);
+
+#endif
