@@ -5,6 +5,7 @@
  *   disp/status.h      status codes, the thread-local error message, warnings
  *   disp/version.h     version macros and disp_version()
  *   disp/keyset.h      dispatch keys and key sets (PyTorch's factored uint64)
+ *   disp/tensor.h      dtypes, devices, allocators, storage, tensors
  *   disp/schema.h      operator schemas: parse and print PyTorch's grammar
  *   disp/dispatcher.h  operators, kernels, dispatch tables, dumps
  *   disp/library.h     DISP_LIBRARY / _FRAGMENT / _IMPL registration
@@ -21,6 +22,7 @@
 #include "disp/status.h"
 #include "disp/version.h"
 #include "disp/keyset.h"
+#include "disp/tensor.h"
 #include "disp/schema.h"
 #include "disp/dispatcher.h"
 #include "disp/library.h"

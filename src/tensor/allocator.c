@@ -1,0 +1,115 @@
+/*
+ * allocator.c - one allocator per device type.
+ *
+ * Readers (every storage allocation) load a pointer with acquire and take no
+ * lock. Registration copies the caller's struct into an immutable heap node
+ * and publishes it with a release store under a mutex. A replaced node is
+ * never freed - a reader may still hold it, and disp_allocator_get promises
+ * process lifetime - it moves to a retired list, which stays reachable so
+ * leak checkers are quiet. Re-registration is rare (once per backend plugin),
+ * so the list stays tiny.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "error_internal.h"
+#include "tensor_internal.h"
+
+/* 64 bytes: a cache line and the widest SIMD load, as PyTorch's alloc_cpu. */
+#define CPU_ALIGNMENT 64
+
+static void *cpu_allocate(size_t nbytes, disp_device device, void *ctx) {
+  (void)device;
+  (void)ctx;
+  /* Zero bytes: no memory, as PyTorch's alloc_cpu returns nullptr. */
+  if (nbytes == 0) return NULL;
+  void *p = NULL;
+  if (posix_memalign(&p, CPU_ALIGNMENT, nbytes) != 0) return NULL;
+  return p;
+}
+
+static void cpu_deallocate(void *ptr, size_t nbytes, disp_device device, void *ctx) {
+  (void)nbytes;
+  (void)device;
+  (void)ctx;
+  free(ptr);
+}
+
+/* Meta tensors carry shapes only: the storage remembers nbytes, data is NULL. */
+static void *meta_allocate(size_t nbytes, disp_device device, void *ctx) {
+  (void)nbytes;
+  (void)device;
+  (void)ctx;
+  return NULL;
+}
+
+static void meta_deallocate(void *ptr, size_t nbytes, disp_device device, void *ctx) {
+  (void)ptr;
+  (void)nbytes;
+  (void)device;
+  (void)ctx;
+}
+
+static const disp_allocator builtin_cpu = {cpu_allocate, cpu_deallocate, NULL};
+static const disp_allocator builtin_meta = {meta_allocate, meta_deallocate, NULL};
+
+static const disp_allocator *builtin(disp_backend type) {
+  if (type == DISP_BACKEND_CPU) return &builtin_cpu;
+  if (type == DISP_BACKEND_META) return &builtin_meta;
+  return NULL;
+}
+
+typedef struct allocator_node {
+  disp_allocator a; /* first: a published pointer is also the node's */
+  struct allocator_node *next;
+} allocator_node;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(const disp_allocator *) table[DISP_NUM_BACKENDS] = {
+    [DISP_BACKEND_CPU] = &builtin_cpu,
+    [DISP_BACKEND_META] = &builtin_meta,
+};
+static allocator_node *retired; /* guarded by registry_lock */
+
+disp_status disp_allocator_register(disp_backend type, const disp_allocator *a) {
+  if (!disp__device_type_valid(type))
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_allocator_register: invalid device type %d",
+                      (int)type);
+  if (a && (!a->allocate || !a->deallocate))
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "disp_allocator_register: the allocator for %s needs both allocate and "
+                      "deallocate",
+                      disp_backend_name(type));
+  allocator_node *node = NULL;
+  if (a) {
+    node = malloc(sizeof *node);
+    if (!node) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering an allocator");
+    node->a = *a;
+    node->next = NULL;
+  }
+  const disp_allocator *fresh = node ? &node->a : builtin(type);
+  pthread_mutex_lock(&registry_lock);
+  const disp_allocator *old = atomic_exchange_explicit(&table[type], fresh, memory_order_acq_rel);
+  if (old && old != builtin(type)) {
+    allocator_node *o = (allocator_node *)(void *)old;
+    o->next = retired;
+    retired = o;
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return DISP_OK;
+}
+
+const disp_allocator *disp_allocator_get(disp_backend type) {
+  if (!disp__device_type_valid(type)) return NULL;
+  return atomic_load_explicit(&table[type], memory_order_acquire);
+}
+
+disp_status disp__allocator_lookup(disp_backend type, disp_allocator *out) {
+  const disp_allocator *a = disp_allocator_get(type);
+  if (!a)
+    return disp__fail(DISP_ERR_INVALID_ARG, "no allocator registered for device type %s (%s)",
+                      disp_backend_name(type), disp_device_type_name(type));
+  *out = *a;
+  return DISP_OK;
+}

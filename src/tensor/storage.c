@@ -1,0 +1,150 @@
+/*
+ * storage.c - refcounted device memory, and the version counter tensors
+ * share with their views.
+ *
+ * Refcounts: increments are relaxed (a thread can only retain what it
+ * already holds); the decrement is a release, and the thread that drops the
+ * last reference issues an acquire fence before freeing, so every write made
+ * through other references happens-before the free.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+#include "tensor_internal.h"
+
+static disp_status oom(size_t nbytes, disp_device dev) {
+  if (dev.type == DISP_BACKEND_CPU)
+    return disp__fail(DISP_ERR_NO_MEMORY,
+                      "DefaultCPUAllocator: not enough memory: you tried to allocate %zu bytes.",
+                      nbytes);
+  char d[48];
+  disp_device_format(dev, d, sizeof d);
+  return disp__fail(DISP_ERR_NO_MEMORY, "not enough memory on device %s: you tried to allocate %zu bytes.",
+                    d, nbytes);
+}
+
+/* Meta storage has no memory by design; elsewhere NULL means failure
+ * unless nothing was asked for. */
+static int alloc_failed(const void *data, size_t nbytes, disp_device dev) {
+  return !data && nbytes > 0 && dev.type != DISP_BACKEND_META;
+}
+
+static disp_storage *storage_struct(size_t nbytes, disp_device dev) {
+  disp_storage *st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  atomic_init(&st->refs, 1);
+  st->nbytes = nbytes;
+  st->device = dev;
+  return st;
+}
+
+disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out) {
+  disp_status s = disp_device_validate(dev);
+  if (s != DISP_OK) return s;
+  disp_allocator a;
+  s = disp__allocator_lookup(dev.type, &a);
+  if (s != DISP_OK) return s;
+  disp_storage *st = storage_struct(nbytes, dev);
+  if (!st) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a storage");
+  st->data = a.allocate(nbytes, dev, a.ctx);
+  if (alloc_failed(st->data, nbytes, dev)) {
+    free(st);
+    return oom(nbytes, dev);
+  }
+  st->allocator = a;
+  st->own_allocator = 1;
+  st->resizable = 1;
+  *out = st;
+  return DISP_OK;
+}
+
+disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device dev,
+                                       void (*release)(void *data, void *ctx), void *ctx,
+                                       disp_storage **out) {
+  disp_status s = disp_device_validate(dev);
+  if (s != DISP_OK) return s;
+  disp_storage *st = storage_struct(nbytes, dev);
+  if (!st) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a storage");
+  st->data = data;
+  st->release = release;
+  st->release_ctx = ctx;
+  *out = st;
+  return DISP_OK;
+}
+
+disp_storage *disp_storage_retain(disp_storage *st) {
+  atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
+  return st;
+}
+
+static void free_data(disp_storage *st) {
+  if (st->own_allocator)
+    st->allocator.deallocate(st->data, st->nbytes, st->device, st->allocator.ctx);
+  else if (st->release)
+    st->release(st->data, st->release_ctx);
+}
+
+void disp_storage_release(disp_storage *st) {
+  if (!st) return;
+  size_t prev = atomic_fetch_sub_explicit(&st->refs, 1, memory_order_release);
+  DISP_ASSERT(prev > 0);
+  if (prev != 1) return;
+  atomic_thread_fence(memory_order_acquire);
+  free_data(st);
+  free(st);
+}
+
+void *disp_storage_data(const disp_storage *st) { return st->data; }
+size_t disp_storage_nbytes(const disp_storage *st) { return st->nbytes; }
+disp_device disp_storage_device(const disp_storage *st) { return st->device; }
+int disp_storage_resizable(const disp_storage *st) { return st->resizable; }
+
+size_t disp_storage_refcount(const disp_storage *st) {
+  return atomic_load_explicit(&st->refs, memory_order_relaxed);
+}
+
+disp_status disp__storage_resize(disp_storage *st, size_t nbytes) {
+  if (!st->resizable || !st->own_allocator)
+    return disp__fail(DISP_ERR_INVALID_ARG, "Trying to resize storage that is not resizable");
+  if (nbytes == st->nbytes) return DISP_OK;
+  disp_device dev = st->device;
+  size_t keep = nbytes < st->nbytes ? nbytes : st->nbytes;
+  /* Copying device memory is the backend's business; only host memory (or
+   * none) can be carried over here. */
+  if (dev.type != DISP_BACKEND_CPU && dev.type != DISP_BACKEND_META && st->data && keep > 0)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "resizing a %s storage holding data needs the backend's resize kernel",
+                      disp_device_type_name(dev.type));
+  void *fresh = st->allocator.allocate(nbytes, dev, st->allocator.ctx);
+  if (alloc_failed(fresh, nbytes, dev)) return oom(nbytes, dev);
+  if (dev.type == DISP_BACKEND_CPU && keep > 0 && fresh && st->data) memcpy(fresh, st->data, keep);
+  st->allocator.deallocate(st->data, st->nbytes, dev, st->allocator.ctx);
+  st->data = fresh;
+  st->nbytes = nbytes;
+  return DISP_OK;
+}
+
+/* ---- version counter --------------------------------------------------- */
+
+disp_version_counter *disp__version_counter_new(void) {
+  disp_version_counter *vc = malloc(sizeof *vc);
+  if (!vc) return NULL;
+  atomic_init(&vc->refs, 1);
+  atomic_init(&vc->version, 0);
+  return vc;
+}
+
+disp_version_counter *disp__version_counter_retain(disp_version_counter *vc) {
+  if (vc) atomic_fetch_add_explicit(&vc->refs, 1, memory_order_relaxed);
+  return vc;
+}
+
+void disp__version_counter_release(disp_version_counter *vc) {
+  if (!vc) return;
+  uint_least32_t prev = atomic_fetch_sub_explicit(&vc->refs, 1, memory_order_release);
+  DISP_ASSERT(prev > 0);
+  if (prev != 1) return;
+  atomic_thread_fence(memory_order_acquire);
+  free(vc);
+}
