@@ -9,6 +9,9 @@
  *   disp/schema.h      operator schemas: parse and print PyTorch's grammar
  *   disp/dispatcher.h  operators, kernels, dispatch tables, dumps
  *   disp/library.h     DISP_LIBRARY / _FRAGMENT / _IMPL registration
+ *   disp/value.h       boxed values, stacks, the C types of unboxed kernels
+ *   disp/call.h        calling operators: boxed, unboxed, redispatch, trace
+ *   disp/guard.h       thread-local dispatch state (include/exclude, modes)
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -26,5 +29,8 @@
 #include "disp/schema.h"
 #include "disp/dispatcher.h"
 #include "disp/library.h"
+#include "disp/value.h"
+#include "disp/call.h"
+#include "disp/guard.h"
 
 #endif /* DISP_H */

@@ -24,10 +24,49 @@ struct sim_script {
   int nops, capops;
 };
 
-/* The test kernel for tables: never expected to run in table scenarios. */
+/* ---- the test kernels of the conformance README (section calls) ---- */
+
+typedef struct sim_kernel_info {
+  int reg;          /* the impl's number; -1 for a user fallback */
+  disp_key key;     /* the key as written on the impl line */
+  int passes_on;    /* redispatches below itself (non-backend, non-composite keys) */
+} sim_kernel_info;
+
+static FILE *g_log;
+
+void sim_set_log(FILE *log) { g_log = log; }
+
+static int is_backend_or_composite(disp_key k) {
+  if (disp_key_is_alias(k)) return k != DISP_KEY_AUTOGRAD;
+  disp_key f = disp_key_functionality(k);
+  return disp_key_kind_of(k) == DISP_KEY_KIND_PER_BACKEND &&
+         (f == DISP_KEY_DENSE || f == DISP_KEY_QUANTIZED || f == DISP_KEY_SPARSE);
+}
+
 static disp_status sim_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
-  (void)ks, (void)stack, (void)ud;
-  return disp_set_error(DISP_ERR_KERNEL, "simulate: kernel of %s called", disp_op_name(op));
+  const sim_kernel_info *info = ud;
+  char set[1024];
+  disp_keyset_format(ks, set, sizeof set);
+  const char *slot = disp_key_name(disp_keyset_highest_key(ks));
+  if (g_log) {
+    if (info->reg < 0)
+      fprintf(g_log, "  fallback [boxed] for %s at %s  ks=%s\n", disp_op_name(op), slot, set);
+    else
+      fprintf(g_log, "  kernel reg#%d [%s] at %s  ks=%s\n", info->reg, disp_key_name(info->key), slot, set);
+  }
+  /* Returning the input: the argument on the stack is the return. */
+  if (info->passes_on) return disp_redispatch_boxed(op, disp_keyset_below(ks), stack);
+  return DISP_OK;
+}
+
+static disp_kernel test_kernel(int reg, disp_key key, sim_kernel_info **info_out) {
+  sim_kernel_info *info = malloc(sizeof *info);
+  *info_out = info;
+  if (!info) return disp_kernel_fallthrough();
+  info->reg = reg;
+  info->key = key;
+  info->passes_on = reg >= 0 && !is_backend_or_composite(key);
+  return disp_kernel_boxed(sim_kernel, info, free);
 }
 
 static int push_lib(sim_script *s, disp_library *lib) {
@@ -121,7 +160,9 @@ static disp_status do_impl(sim_script *s, char *args, const char *line, int line
   if (st != DISP_OK) return st;
   char dbg[256];
   snprintf(dbg, sizeof dbg, "reg#%d: %s", o->nimpls, line);
-  disp_kernel k = mode ? disp_kernel_fallthrough() : disp_kernel_boxed(sim_kernel, NULL, NULL);
+  sim_kernel_info *info = NULL;
+  disp_kernel k = mode ? disp_kernel_fallthrough() : test_kernel(o->nimpls, key, &info);
+  if (!mode && !info) return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
   k.debug = dbg;
   disp_library *lib = NULL;
   st = disp_library_new(DISP_LIBRARY_IMPL, o->ns, key, "simulate", lineno, &lib);
@@ -130,7 +171,10 @@ static disp_status do_impl(sim_script *s, char *args, const char *line, int line
     st = disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
   }
   if (st == DISP_OK) st = disp_library_impl(lib, disp_op_name(o->op), k, NULL);
-  if (st != DISP_OK) return line_error(lineno, st, "impl failed");
+  if (st != DISP_OK) {
+    free(info); /* a failed registration leaves user_data with us */
+    return line_error(lineno, st, "impl failed");
+  }
   if (!(o->impl_debug[o->nimpls] = strdup(dbg))) return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
   o->nimpls++;
   return DISP_OK;
@@ -144,8 +188,10 @@ static disp_status do_fallback(sim_script *s, char *args, const char *line, int 
   disp_key key;
   disp_status st = parse_key(key_name, lineno, &key);
   if (st != DISP_OK) return st;
-  disp_kernel k = strcmp(mode, "fallthrough") == 0 ? disp_kernel_fallthrough()
-                                                    : disp_kernel_boxed(sim_kernel, NULL, NULL);
+  sim_kernel_info *info = NULL;
+  int fallthrough = strcmp(mode, "fallthrough") == 0;
+  disp_kernel k = fallthrough ? disp_kernel_fallthrough() : test_kernel(-1, key, &info);
+  if (!fallthrough && !info) return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
   k.debug = line;
   disp_library *lib = NULL;
   st = disp_library_new(DISP_LIBRARY_IMPL, "_", key, "simulate", lineno, &lib);
@@ -154,6 +200,7 @@ static disp_status do_fallback(sim_script *s, char *args, const char *line, int 
     st = disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
   }
   if (st == DISP_OK) st = disp_library_fallback(lib, k, NULL);
+  if (st != DISP_OK) free(info);
   return st == DISP_OK ? DISP_OK : line_error(lineno, st, "fallback failed");
 }
 

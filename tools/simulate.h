@@ -38,6 +38,14 @@ const disp_op *sim_op(const sim_script *s, int i);
 /* The debug text of the operator's impl number `reg` ("reg#N: impl KEY"). */
 const char *sim_impl_debug(const sim_script *s, int op_index, int reg);
 
+/*
+ * The test kernels log what runs to this stream (NULL: no log), in the
+ * conformance format: "  kernel reg#N [KEY] at SLOT  ks=DispatchKeySet(...)"
+ * or "  fallback [boxed] for OP at SLOT  ks=...". Kernels on backend and
+ * Composite keys return their input; the others redispatch below themselves.
+ */
+void sim_set_log(FILE *log);
+
 /* sim_free - removes everything the script registered. NULL ok. */
 void sim_free(sim_script *s);
 

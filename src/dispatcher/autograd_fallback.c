@@ -1,9 +1,12 @@
 /*
  * autograd_fallback.c - the built-in boxed fallback on the autograd keys.
  *
- * In its "nothing" mode it only redispatches below autograd, boxed. Calls
- * arrive with the calls issue; until then calling it reports so.
+ * In its "nothing" mode it redispatches below autograd, boxed, with
+ * PyTorch's after_autograd_keyset: the operator runs as if it had an
+ * Autograd fallthrough, but the key stays visible (and the autograd layer
+ * can later add "warn"/"error" modes without changing the tables).
  */
+#include "disp/guard.h"
 #include "error_internal.h"
 #include "registry_internal.h"
 
@@ -12,6 +15,6 @@ disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, dis
 
 disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
                                           void *user_data) {
-  (void)ks, (void)stack, (void)user_data;
-  return disp__fail(DISP_ERR_NO_KERNEL, "%s: the autograd fallback cannot run yet", disp_op_name(op));
+  (void)user_data;
+  return disp_redispatch_boxed(op, disp_keyset_and(ks, disp_keyset_after_autograd()), stack);
 }

@@ -21,6 +21,10 @@
 disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
                                           void *user_data);
 
+/* The error kernel of an empty table slot (call.c). */
+disp_status disp__missing_kernel_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
+                                       void *user_data);
+
 static disp_status ambiguous_autogradother(const disp_op *op, disp_keyset ks, disp_stack *stack,
                                            void *user_data) {
   (void)ks, (void)stack, (void)user_data;
@@ -64,6 +68,13 @@ disp_status disp__install_builtin_fallbacks(void) {
   for (int b = 0; b < DISP_NUM_BACKENDS; b++) {
     disp_key k = disp_key_for_backend(DISP_KEY_AUTOGRAD_FUNCTIONALITY, (disp_backend)b);
     if ((st = set_builtin(k, ag)) != DISP_OK) return st;
+  }
+  if (!disp__registry.missing) {
+    disp_kernel missing = disp_kernel_boxed(disp__missing_kernel_boxed, NULL, NULL);
+    missing.debug = "missing";
+    disp__registry.missing = disp__kernel_entry_new(&missing, missing.debug, &st);
+    if (!disp__registry.missing) return st;
+    disp__registry.missing->flags |= DISP_ENTRY_MISSING;
   }
   if (!disp__registry.ambiguous) {
     disp_kernel amb = disp_kernel_boxed(ambiguous_autogradother, NULL, NULL);

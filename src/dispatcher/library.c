@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ffi.h>
+
 #include "error_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
@@ -29,6 +31,8 @@ struct disp_library {
   disp_namespace_claim *claim; /* DEF libraries */
   unsigned generation;         /* the dispatcher lifetime it belongs to */
 };
+
+void disp__trace_init(void); /* call.c */
 
 static _Atomic(disp_library_node *) g_queue;
 static disp_library_node *g_drained;      /* FIFO order, linked by next */
@@ -237,6 +241,7 @@ void disp__ensure_init(void) {
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1;
   if (!disp__registry.initialized) {
+    disp__trace_init();
     pthread_mutex_lock(&disp__registry.lock);
     if (disp__install_builtin_fallbacks() == DISP_OK) disp__registry.initialized = 1;
     pthread_mutex_unlock(&disp__registry.lock);
@@ -310,6 +315,7 @@ static void free_op(disp_op *op) {
     free(t);
   }
   free(atomic_load(&op->table));
+  if (op->closure) ffi_closure_free(op->closure);
   free(op->name);
   free(op);
 }
@@ -365,10 +371,13 @@ void disp_shutdown(void) {
     disp_retired_schema *r = disp__registry.retired_schemas;
     disp__registry.retired_schemas = r->next;
     disp_schema_free(r->schema);
+    disp__signature_free(r->sig);
     free(r);
   }
   disp__kernel_entry_free(disp__registry.ambiguous);
   disp__registry.ambiguous = NULL;
+  disp__kernel_entry_free(disp__registry.missing);
+  disp__registry.missing = NULL;
   disp__registry.initialized = 0;
   g_generation++;
   pthread_mutex_unlock(&disp__registry.lock);

@@ -135,6 +135,12 @@ static void compute_table(const disp_op *op, disp_op_table *t) {
     }
     t->non_fallthrough[b] = mask;
   }
+  /* Calls never test for NULL: an empty slot holds the error kernel. So does
+   * a fallthrough in the Undefined slot (a fallthrough on a Composite alias
+   * fills it): with no key left there is nothing to fall through to. */
+  for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++)
+    if (!t->slot[i] || (i == 0 && (t->slot[i]->flags & DISP_KERNEL_FALLTHROUGH)))
+      t->slot[i] = disp__registry.missing;
 }
 
 disp_status disp__op_update_table(disp_op *op) {

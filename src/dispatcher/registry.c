@@ -202,21 +202,27 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
           return st;
         }
   }
+  disp_signature *sig = NULL;
+  if ((st = disp__signature_new(schema, &sig)) != DISP_OK) {
+    disp_schema_free(schema);
+    return st;
+  }
   disp_registration *reg = calloc(1, sizeof *reg);
   if (!reg || !(reg->debug = strdup(debug))) goto oom;
-  int created = op == NULL;
   if (!op && disp__op_get_or_create(name, &op) != DISP_OK) goto oom;
   reg->kind = DISP_REG_DEF;
   reg->op = op;
   reg->schema = schema;
+  reg->sig = sig;
   op->def = reg;
+  atomic_store_explicit(&op->sig, sig, memory_order_release);
   atomic_store_explicit(&op->schema, schema, memory_order_release);
-  (void)created;
   *out = reg;
   return DISP_OK;
 oom:
   if (reg) free(reg->debug);
   free(reg);
+  disp__signature_free(sig);
   disp_schema_free(schema);
   return disp__fail(DISP_ERR_NO_MEMORY, "out of memory defining %s", schema_text);
 }
@@ -395,10 +401,11 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
 
 /* ---- removal ------------------------------------------------------------ */
 
-static void retire_schema(disp_schema *s) {
+static void retire_schema(disp_schema *s, disp_signature *sig) {
   disp_retired_schema *r = malloc(sizeof *r);
   if (!r) return; /* leak rather than free under a possible reader */
   r->schema = s;
+  r->sig = sig;
   r->next = disp__registry.retired_schemas;
   disp__registry.retired_schemas = r;
 }
@@ -410,9 +417,11 @@ void disp__registration_remove_locked(disp_registration *reg) {
     case DISP_REG_DEF: {
       disp_op *op = reg->op;
       atomic_store_explicit(&op->schema, NULL, memory_order_release);
+      atomic_store_explicit(&op->sig, NULL, memory_order_release);
       op->def = NULL;
-      retire_schema(reg->schema);
+      retire_schema(reg->schema, reg->sig);
       reg->schema = NULL;
+      reg->sig = NULL;
       break;
     }
     case DISP_REG_IMPL: {
@@ -463,5 +472,6 @@ void disp__registration_free(disp_registration *reg) {
   if (!reg) return;
   free(reg->debug);
   disp_schema_free(reg->schema);
+  disp__signature_free(reg->sig);
   free(reg);
 }

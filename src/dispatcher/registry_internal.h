@@ -20,8 +20,10 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
+#include "disp/call.h"
 #include "disp/dispatcher.h"
 #include "disp/library.h"
+#include "signature_internal.h"
 
 /* Where a computed table entry came from (PyTorch's provenance strings). */
 typedef enum disp_provenance {
@@ -39,15 +41,22 @@ const char *disp__provenance_name(disp_provenance p);
 /* Entry flags beyond the public DISP_KERNEL_* ones. */
 enum {
   DISP_ENTRY_BUILTIN = 1u << 8,   /* one of the library's own default fallbacks */
-  DISP_ENTRY_AMBIGUOUS = 1u << 9  /* the ambiguous-AutogradOther error kernel */
+  DISP_ENTRY_AMBIGUOUS = 1u << 9, /* the ambiguous-AutogradOther error kernel */
+  DISP_ENTRY_MISSING = 1u << 10   /* the error kernel of an empty slot */
 };
 
 /* A registered kernel. Immutable once published (Note [Lock-free tables]). */
 typedef struct disp_kernel_entry {
-  disp_boxed_fn boxed;
-  disp_fn unboxed;
-  unsigned flags;
-  void *user_data;
+  /* First, so a table slot is also a disp_kernel_slot for the call path. */
+  union {
+    disp_kernel_slot slot;
+    struct {
+      disp_boxed_fn boxed;
+      disp_fn unboxed;
+      unsigned flags;
+      void *user_data;
+    };
+  };
   void (*destroy)(void *);
   char *debug;         /* "registered at FILE:LINE" or the kernel's own text */
   disp_schema *schema; /* the schema the kernel was written for, or NULL */
@@ -75,6 +84,9 @@ struct disp_op {
   _Atomic(disp_op_table *) table; /* first: the hot path loads it */
   char *name;                     /* "ns::name.overload": the hash key */
   _Atomic(disp_schema *) schema; /* NULL until def; read without the lock */
+  _Atomic(disp_signature *) sig;  /* the C calling convention, set with the schema */
+  void *closure;                  /* disp_op_typed_entry's ffi_closure, or NULL */
+  disp_fn closure_fn;
   disp_registration *def;         /* the def's registration, NULL until def */
   disp_kernel_node *kernels[DISP_KEY_COUNT];
   int impl_count;                 /* live impl registrations */
@@ -96,6 +108,7 @@ struct disp_registration {
   disp_kernel_entry *entry; /* IMPL; FALLBACK: the entry on every covered slot */
   char *debug;              /* DEF: "registered at FILE:LINE" */
   disp_schema *schema;      /* DEF: the schema it installed */
+  disp_signature *sig;      /* DEF: its signature */
   struct disp_registration *next; /* the library's list, newest first */
 };
 
@@ -115,6 +128,7 @@ typedef struct disp_namespace_claim {
 
 typedef struct disp_retired_schema {
   disp_schema *schema;
+  disp_signature *sig;
   struct disp_retired_schema *next;
 } disp_retired_schema;
 
@@ -125,6 +139,7 @@ typedef struct disp_registry {
   disp_namespace_claim *namespaces;  /* uthash by ns */
   disp_kernel_entry *retired_entries;
   disp_kernel_entry *ambiguous;      /* the shared ambiguous-AutogradOther kernel */
+  disp_kernel_entry *missing;        /* the shared error kernel of empty slots */
   struct disp_retired_schema *retired_schemas; /* removed defs' schemas */
   int initialized;
 } disp_registry;

@@ -1,0 +1,171 @@
+/*
+ * disp/call.h - calling operators: boxed, unboxed, redispatch, trace.
+ *
+ * A call's key set is (union of the key sets of its tensor arguments |
+ * thread-local included) - thread-local excluded, then every key whose slot
+ * in the operator's table is a fallthrough is removed; the kernel in the slot
+ * of the highest remaining key runs and receives that set. A kernel that
+ * handles a concern (autograd, autocast) passes the keys below its own on
+ * with a redispatch, which applies no thread-local state.
+ *
+ * Three ways to call, each usable with every kernel kind:
+ *   disp_call_boxed(op, stack)            arguments on a stack
+ *   disp_call(op, args..., &out...)       C arguments (value.h's mapping), any op
+ *   DISP_CALL(st, op, keys, (types), args...)   a typed call for code that knows
+ *                                         the C signature: the fast path
+ * and, for operators known only at run time, disp_op_typed_entry() hands out
+ * a C function pointer with the operator's own signature (a libffi closure).
+ *
+ * Set DISP_SHOW_DISPATCH_TRACE=1 to print every call to stderr in PyTorch's
+ * format ("[call] op=[ns::op.overload], key=[AutogradCPU]").
+ */
+#ifndef DISP_CALL_H
+#define DISP_CALL_H
+
+#include "dispatcher.h"
+#include "export.h"
+#include "keyset.h"
+#include "value.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The callable part of a table slot. Owned by the registry. */
+typedef struct disp_kernel_slot {
+  disp_boxed_fn boxed;
+  disp_fn unboxed;
+  unsigned flags;
+  void *user_data;
+} disp_kernel_slot;
+
+/* Where a call goes: the slot's kernel and the key set it receives. */
+typedef struct disp_dispatch {
+  const disp_kernel_slot *kernel; /* never NULL: a missing kernel is an error kernel */
+  disp_keyset ks;
+} disp_dispatch;
+
+/*
+ * disp_op_dispatch - the kernel a call runs, given the union of the key sets
+ * of its tensor arguments: applies the thread-local sets and the operator's
+ * fallthroughs. Lock-free. When the trace is on it prints "[call]" and the
+ * caller must end with disp_trace_leave() (DISP_CALL does). Thread-safe.
+ */
+DISP_API disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys);
+
+/*
+ * disp_op_redispatch - the kernel for exactly the key set `ks` (no
+ * thread-local state, no fallthrough mask). Trace label "[redispatch]".
+ */
+DISP_API disp_dispatch disp_op_redispatch(const disp_op *op, disp_keyset ks);
+
+/*
+ * disp_keyset_below - the key set a kernel running at `ks`'s highest key
+ * passes on: `ks` without that key and everything above it (PyTorch's
+ * ks & DispatchKeySet(FULL_AFTER, k)).
+ */
+DISP_API disp_keyset disp_keyset_below(disp_keyset ks);
+
+/* ---- boxed ------------------------------------------------------------ */
+
+/*
+ * disp_call_boxed - calls `op` with its arguments on top of `stack` (every
+ * argument of the schema, in order; see disp_stack_fill_defaults). On return
+ * the arguments are gone and the returns are on the stack. Errors: the
+ * kernel's, with the operator's name added, or DISP_ERR_NO_KERNEL ("Could
+ * not run 'ns::op' with arguments from the 'Key' backend. ..."). On error
+ * the stack holds neither arguments nor returns. Thread-safe.
+ */
+DISP_API disp_status disp_call_boxed(const disp_op *op, disp_stack *stack);
+
+/* disp_redispatch_boxed - as disp_call_boxed with exactly the key set `ks`. */
+DISP_API disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack);
+
+/*
+ * disp_stack_fill_defaults - pushes the schema defaults of the arguments
+ * after the first `given` ones (which must already be on the stack), so a
+ * caller can pass only the leading arguments. Errors: DISP_ERR_INVALID_ARG
+ * naming the first missing argument without a default.
+ */
+DISP_API disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_t given);
+
+/* ---- unboxed ---------------------------------------------------------- */
+
+/*
+ * disp_call - calls `op` with C arguments in schema order (types per the
+ * table in disp/value.h), followed by one out-pointer per return. Works for
+ * any operator whose types have a C mapping; unboxed kernels are reached
+ * through libffi, boxed ones by packing. Thread-safe.
+ */
+DISP_API disp_status disp_call(const disp_op *op, ...);
+
+/* disp_redispatch - as disp_call with exactly the key set `ks`. */
+DISP_API disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...);
+
+/*
+ * disp_call_kernel - runs the kernel `d` chose with C arguments (and
+ * out-pointers), packing them for a boxed kernel. The slow half of DISP_CALL.
+ */
+DISP_API disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...);
+
+/*
+ * disp_op_typed_entry - a function pointer with the operator's own unboxed
+ * signature (no key set) that dispatches like disp_call; cast it to that
+ * type. Built once per operator with a libffi closure and owned by the
+ * dispatcher (valid until disp_shutdown). Errors: DISP_ERR_TYPE when a type
+ * of the schema has no C mapping. Thread-safe.
+ */
+DISP_API disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out);
+
+/* Adds "op: " before this thread's error message unless it names op already. */
+DISP_API void disp_error_add_op(const disp_op *op);
+
+/* ---- the typed fast path ---------------------------------------------- */
+
+#define DISP__UNPAREN(...) __VA_ARGS__
+
+/*
+ * DISP_INVOKE(d, op, (PARAM TYPES), args...) - runs the kernel of dispatch
+ * result `d`: its unboxed function directly when it has one (with the key set
+ * first when it asked for it), else packed for its boxed function.
+ */
+#define DISP_INVOKE(d, op, PARAMS, ...)                                                   \
+  ((d).kernel->unboxed                                                                    \
+       ? (((d).kernel->flags & DISP_KERNEL_WITH_KEYSET)                                  \
+              ? ((disp_status(*)(disp_keyset, DISP__UNPAREN PARAMS))(d).kernel->unboxed)( \
+                    (d).ks, __VA_ARGS__)                                                  \
+              : ((disp_status(*) PARAMS)(d).kernel->unboxed)(__VA_ARGS__))               \
+       : disp_call_kernel((op), (d), __VA_ARGS__))
+
+/* Nonzero while DISP_SHOW_DISPATCH_TRACE is on (read once, at first use). */
+DISP_API extern int disp_trace_enabled;
+/* Ends the trace nesting level a dispatch with the trace on opened. */
+DISP_API void disp_trace_leave(void);
+
+/*
+ * DISP_CALL(status, op, tensor_keys, (PARAM TYPES), args...) - a typed call:
+ *   disp_status st;
+ *   DISP_CALL(st, op, disp_tensor_keyset(self), (disp_tensor *, disp_tensor **), self, &out);
+ * `tensor_keys` is the union of the key sets of the tensor arguments.
+ */
+#define DISP_CALL(status, op, tensor_keys, PARAMS, ...)                 \
+  do {                                                                  \
+    disp_dispatch disp_d_ = disp_op_dispatch((op), (tensor_keys));      \
+    (status) = DISP_INVOKE(disp_d_, (op), PARAMS, __VA_ARGS__);         \
+    if (disp_trace_enabled) disp_trace_leave();                        \
+    if ((status) != DISP_OK) disp_error_add_op(op);                     \
+  } while (0)
+
+/* DISP_REDISPATCH(status, op, ks, (PARAM TYPES), args...) - the same for a redispatch. */
+#define DISP_REDISPATCH(status, op, ks, PARAMS, ...)                    \
+  do {                                                                  \
+    disp_dispatch disp_d_ = disp_op_redispatch((op), (ks));             \
+    (status) = DISP_INVOKE(disp_d_, (op), PARAMS, __VA_ARGS__);         \
+    if (disp_trace_enabled) disp_trace_leave();                        \
+  } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DISP_CALL_H */

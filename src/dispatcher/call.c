@@ -1,0 +1,459 @@
+/*
+ * call.c - the call path: dispatch, boxed and unboxed calls, redispatch.
+ *
+ * Note [The hot path]
+ * disp_op_dispatch is the whole per-call cost of a typed call: two TLS
+ * loads, an OR and an AND-NOT, the table pointer, one count-leading-zeros
+ * for the backend, the fallthrough mask, the table index (two more clz and
+ * a small constant table) and the slot. No lock, no allocation, no branch
+ * but the trace test. Everything slower (packing, libffi, messages) is in
+ * the functions below it and only runs when a kernel needs it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disp/guard.h"
+#include "disp/tensor.h"
+#include "error_internal.h"
+#include "registry_internal.h"
+#include "schema_internal.h"
+#include "strbuf_internal.h"
+#include "tls_internal.h"
+
+int disp_trace_enabled;
+
+void disp__trace_init(void);
+
+/* The TLS sets in their stored form (XOR with the defaults, tls.c). */
+static inline disp_keyset apply_tls(disp_keyset ks) {
+  disp_keyset inc = disp_tls_included(), exc = disp_tls_excluded();
+  ks.repr = (ks.repr | inc.repr) & (DISP_KEYSET_BACKEND_MASK | ~exc.repr);
+  return ks;
+}
+
+/* ---- trace -------------------------------------------------------------- */
+
+void disp__trace_init(void) {
+  const char *v = getenv("DISP_SHOW_DISPATCH_TRACE");
+  disp_trace_enabled = v && v[0] && strcmp(v, "0") != 0;
+}
+
+static void trace_enter(const char *label, const disp_op *op, disp_keyset ks) {
+  /* One write per line, so lines from several threads do not interleave. */
+  char line[512];
+  int depth = disp__tls.trace_depth;
+  if (depth > 200) depth = 200;
+  snprintf(line, sizeof line, "%*s%s op=[%s], key=[%s]\n", depth, "", label, op->name,
+           disp_key_name(disp_keyset_highest_key(ks)));
+  fputs(line, stderr);
+  disp__tls.trace_depth++;
+}
+
+void disp_trace_leave(void) {
+  if (disp__tls.trace_depth > 0) disp__tls.trace_depth--;
+}
+
+/* ---- dispatch (Note [The hot path]) ------------------------------------ */
+
+static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
+  const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->table, memory_order_acquire);
+  if (mask) ks.repr &= t->non_fallthrough[disp_keyset_backend_index(ks)].repr;
+  disp_dispatch d = {&t->slot[disp_keyset_table_index(ks)]->slot, ks};
+  return d;
+}
+
+disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys) {
+  disp_dispatch d = pick(op, apply_tls(tensor_keys), 1);
+  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[call]", op, d.ks);
+  return d;
+}
+
+disp_dispatch disp_op_redispatch(const disp_op *op, disp_keyset ks) {
+  disp_dispatch d = pick(op, ks, 0);
+  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[redispatch]", op, d.ks);
+  return d;
+}
+
+disp_keyset disp_keyset_below(disp_keyset ks) {
+  return disp_keyset_and(ks, disp_keyset_full_after(disp_keyset_highest_key(ks)));
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+void disp_error_add_op(const disp_op *op) {
+  const char *msg = disp_last_error();
+  if (strstr(msg, op->name)) return;
+  disp__error_prefix("%s: ", op->name);
+}
+
+/* The keys whose slot holds a kernel, as PyTorch's listAllDispatchKeys. */
+static void list_keys(const disp_op *op, disp_strbuf *b) {
+  const disp_op_table *t = atomic_load(&((disp_op *)op)->table);
+  int first = 1;
+  disp__strbuf_append(b, "[");
+  for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
+    if (t->slot[i]->flags & DISP_ENTRY_MISSING) continue;
+    disp__strbuf_appendf(b, "%s%s", first ? "" : ", ", disp_key_name(disp_key_for_table_index(i)));
+    first = 0;
+  }
+  disp__strbuf_append(b, "]");
+}
+
+disp_status disp__missing_kernel_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
+                                       void *user_data);
+disp_status disp__missing_kernel_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
+                                       void *user_data) {
+  (void)stack, (void)user_data;
+  disp_key k = disp_keyset_highest_key(ks);
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  if (k == DISP_KEY_UNDEFINED) {
+    disp__strbuf_appendf(&b,
+                         "There were no tensor arguments to this function (e.g., you passed an empty "
+                         "list of Tensors), but no fallback function is registered for schema %s.  "
+                         "This usually means that this function requires a non-empty list of "
+                         "Tensors, or that you (the operator writer) forgot to register a fallback "
+                         "function.  Available functions are ",
+                         op->name);
+  } else {
+    disp__strbuf_appendf(&b,
+                         "Could not run '%s' with arguments from the '%s' backend. This could be "
+                         "because the operator doesn't exist for this backend, or was omitted "
+                         "during the selective/custom build process (if using custom build). '%s' "
+                         "is only available for these backends: ",
+                         op->name, disp_key_name(k), op->name);
+  }
+  list_keys(op, &b);
+  disp__strbuf_append(&b, ".");
+  disp__fail(DISP_ERR_NO_KERNEL, "%s", disp__strbuf_cstr(&b));
+  disp__strbuf_free(&b);
+  return DISP_ERR_NO_KERNEL;
+}
+
+static const disp_signature *signature_of(const disp_op *op, disp_status *st) {
+  const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
+  if (!sig) *st = disp__fail(DISP_ERR_OP_NOT_FOUND, "%s has no schema (it was never defined)", op->name);
+  else *st = DISP_OK;
+  return sig;
+}
+
+/* ---- boxed calls -------------------------------------------------------- */
+
+/* A boxed call of a slot that only has an unboxed function (Note [Boxed and
+ * unboxed]): view the arguments as C values, call through libffi, then
+ * replace the arguments by the returns. */
+static disp_status boxed_via_unboxed(const disp_op *op, const disp_kernel_slot *k, disp_keyset ks,
+                                     disp_stack *stack) {
+  disp_status st;
+  const disp_signature *sig = signature_of(op, &st);
+  if (!sig) return st;
+  if (!sig->supported)
+    return disp__fail(DISP_ERR_TYPE, "%s: a type of its schema has no C mapping, so its unboxed kernel cannot be called boxed", op->name);
+  disp_cvalue args[DISP_MAX_ARGS], rets[DISP_MAX_RETS];
+  size_t base = disp_stack_size(stack) - (size_t)sig->nargs;
+  for (int i = 0; i < sig->nargs; i++) {
+    if ((st = disp__cvalue_unbox(sig->args[i], disp_stack_at(stack, base + (size_t)i), &args[i])) != DISP_OK) {
+      disp__error_prefix("%s: argument %d: ", op->name, i + 1);
+      disp_stack_drop(stack, (size_t)sig->nargs);
+      return st;
+    }
+  }
+  st = disp__ffi_call_unboxed(sig, k->unboxed, (k->flags & DISP_KERNEL_WITH_KEYSET) != 0, ks, args, rets);
+  disp_stack_drop(stack, (size_t)sig->nargs);
+  for (int i = 0; i < sig->nrets; i++) {
+    if (st == DISP_OK) {
+      st = disp__cvalue_box_return(sig->rets[i], &rets[i], stack);
+      if (st != DISP_OK) disp_stack_drop(stack, (size_t)i);
+    } else {
+      disp__cvalue_release_return(sig->rets[i], &rets[i]);
+    }
+  }
+  return st;
+}
+
+static disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
+  if (d.kernel->boxed) return d.kernel->boxed(op, d.ks, stack, d.kernel->user_data);
+  return boxed_via_unboxed(op, d.kernel, d.ks, stack);
+}
+
+static disp_status check_stack(const disp_op *op, const disp_signature *sig, disp_stack *stack) {
+  if (disp_stack_size(stack) < (size_t)sig->nargs)
+    return disp__fail(DISP_ERR_INVALID_ARG, "%s expects %d arguments on the stack, found %zu",
+                      op->name, sig->nargs, disp_stack_size(stack));
+  return DISP_OK;
+}
+
+/* On error the stack must hold neither arguments nor partial returns. */
+static void cleanup_after_error(disp_stack *stack, size_t base) {
+  if (disp_stack_size(stack) > base) disp_stack_drop(stack, disp_stack_size(stack) - base);
+}
+
+disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
+  disp_status st;
+  const disp_signature *sig = signature_of(op, &st);
+  if (!sig) return st;
+  if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
+  size_t base = disp_stack_size(stack) - (size_t)sig->nargs;
+  disp_keyset keys = {0};
+  for (int i = 0; i < sig->nargs; i++)
+    if (sig->key_args & (UINT64_C(1) << i)) keys.repr |= disp__value_keys(disp_stack_at(stack, base + (size_t)i)).repr;
+  disp_dispatch d = pick(op, apply_tls(keys), 1);
+  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[callBoxed]", op, d.ks);
+  st = run_boxed(op, d, stack);
+  if (disp_trace_enabled) disp_trace_leave();
+  if (st != DISP_OK) {
+    cleanup_after_error(stack, base);
+    disp_error_add_op(op);
+  }
+  return st;
+}
+
+disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack) {
+  disp_status st;
+  const disp_signature *sig = signature_of(op, &st);
+  if (!sig) return st;
+  if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
+  size_t base = disp_stack_size(stack) - (size_t)sig->nargs;
+  disp_dispatch d = pick(op, ks, 0);
+  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[redispatchBoxed]", op, d.ks);
+  st = run_boxed(op, d, stack);
+  if (disp_trace_enabled) disp_trace_leave();
+  if (st != DISP_OK) cleanup_after_error(stack, base);
+  return st;
+}
+
+/* ---- unboxed calls with C arguments ------------------------------------ */
+
+/* Run kernel `d` with C arguments; `outs` are the caller's out-pointers. */
+static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, disp_dispatch d,
+                               disp_cvalue *args, void **outs) {
+  disp_status st;
+  if (d.kernel->unboxed) {
+    /* libffi writes each return straight into the caller's out-pointer. */
+    void *avalues[1 + DISP_MAX_ARGS + DISP_MAX_RETS];
+    unsigned n = 0;
+    int with_ks = (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0;
+    if (with_ks) avalues[n++] = &d.ks;
+    for (int i = 0; i < sig->nargs; i++) avalues[n++] = &args[i];
+    for (int i = 0; i < sig->nrets; i++) avalues[n++] = &outs[i];
+    ffi_arg result = 0;
+    ffi_call((ffi_cif *)&sig->cif[with_ks], d.kernel->unboxed, &result, avalues);
+    return (disp_status)(int32_t)result;
+  }
+  disp_stack *stack = disp_stack_new();
+  if (!stack) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory calling %s", op->name);
+  st = DISP_OK;
+  for (int i = 0; i < sig->nargs && st == DISP_OK; i++) st = disp__cvalue_box(sig->args[i], &args[i], stack);
+  if (st == DISP_OK) st = d.kernel->boxed(op, d.ks, stack, d.kernel->user_data);
+  if (st == DISP_OK && disp_stack_size(stack) != (size_t)sig->nrets)
+    st = disp__fail(DISP_ERR_KERNEL, "%s: the boxed kernel left %zu values on the stack, expected %d returns",
+                    op->name, disp_stack_size(stack), sig->nrets);
+  for (int i = 0; i < sig->nrets && st == DISP_OK; i++) {
+    st = disp__value_to_out(sig->rets[i], disp_stack_at(stack, (size_t)i), outs[i]);
+    if (st != DISP_OK) {
+      /* Undo the returns already handed out. */
+      for (int j = 0; j < i; j++)
+        if (sig->rets[j] == DISP_CT_TENSOR) {
+          disp_tensor_release(*(disp_tensor **)outs[j]);
+          *(disp_tensor **)outs[j] = NULL;
+        }
+    }
+  }
+  disp_stack_free(stack);
+  return st;
+}
+
+static disp_status read_va(const disp_signature *sig, va_list *ap, disp_cvalue *args, void **outs,
+                           disp_keyset *keys) {
+  keys->repr = 0;
+  for (int i = 0; i < sig->nargs; i++) {
+    disp__cvalue_from_va(sig->args[i], ap, &args[i]);
+    if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
+  }
+  for (int i = 0; i < sig->nrets; i++) {
+    outs[i] = va_arg(*ap, void *);
+    if (!outs[i]) return DISP_ERR_INVALID_ARG;
+  }
+  return DISP_OK;
+}
+
+static disp_status usable(const disp_op *op, const disp_signature **sig) {
+  disp_status st;
+  *sig = signature_of(op, &st);
+  if (!*sig) return st;
+  if (!(*sig)->supported)
+    return disp__fail(DISP_ERR_TYPE, "%s cannot be called with C arguments: a type of its schema has no C mapping", op->name);
+  return DISP_OK;
+}
+
+disp_status disp_call(const disp_op *op, ...) {
+  const disp_signature *sig;
+  disp_status st = usable(op, &sig);
+  if (st != DISP_OK) return st;
+  disp_cvalue args[DISP_MAX_ARGS];
+  void *outs[DISP_MAX_RETS];
+  disp_keyset keys;
+  va_list ap;
+  va_start(ap, op);
+  st = read_va(sig, &ap, args, outs, &keys);
+  va_end(ap);
+  if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
+  disp_dispatch d = pick(op, apply_tls(keys), 1);
+  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[call]", op, d.ks);
+  st = run_cvalues(op, sig, d, args, outs);
+  if (disp_trace_enabled) disp_trace_leave();
+  if (st != DISP_OK) disp_error_add_op(op);
+  return st;
+}
+
+disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
+  const disp_signature *sig;
+  disp_status st = usable(op, &sig);
+  if (st != DISP_OK) return st;
+  disp_cvalue args[DISP_MAX_ARGS];
+  void *outs[DISP_MAX_RETS];
+  disp_keyset keys;
+  va_list ap;
+  va_start(ap, ks);
+  st = read_va(sig, &ap, args, outs, &keys);
+  va_end(ap);
+  if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
+  disp_dispatch d = pick(op, ks, 0);
+  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[redispatch]", op, d.ks);
+  st = run_cvalues(op, sig, d, args, outs);
+  if (disp_trace_enabled) disp_trace_leave();
+  return st;
+}
+
+disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...) {
+  const disp_signature *sig;
+  disp_status st = usable(op, &sig);
+  if (st != DISP_OK) return st;
+  disp_cvalue args[DISP_MAX_ARGS];
+  void *outs[DISP_MAX_RETS];
+  disp_keyset keys;
+  va_list ap;
+  va_start(ap, d);
+  st = read_va(sig, &ap, args, outs, &keys);
+  va_end(ap);
+  if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
+  return run_cvalues(op, sig, d, args, outs);
+}
+
+/* ---- typed entry points for run-time operators ------------------------- */
+
+static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_data) {
+  (void)cif;
+  const disp_op *op = user_data;
+  const disp_signature *sig = atomic_load(&((disp_op *)op)->sig);
+  disp_cvalue args[DISP_MAX_ARGS];
+  void *outs[DISP_MAX_RETS];
+  disp_keyset keys = {0};
+  disp_status st;
+  if (!sig) {
+    st = disp__fail(DISP_ERR_OP_NOT_FOUND, "%s is no longer defined", op->name);
+  } else {
+    for (int i = 0; i < sig->nargs; i++) {
+      /* Each avalues[i] points at an argument of the C type the cif names. */
+      memset(&args[i], 0, sizeof args[i]);
+      memcpy(&args[i], avalues[i], sig->cif[0].arg_types[i]->size);
+      if (sig->key_args & (UINT64_C(1) << i)) keys.repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
+    }
+    for (int i = 0; i < sig->nrets; i++) outs[i] = *(void **)avalues[sig->nargs + i];
+    disp_dispatch d = pick(op, apply_tls(keys), 1);
+    if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[call]", op, d.ks);
+    st = run_cvalues(op, sig, d, args, outs);
+    if (disp_trace_enabled) disp_trace_leave();
+    if (st != DISP_OK) disp_error_add_op(op);
+  }
+  *(ffi_arg *)ret = (ffi_arg)(int32_t)st;
+}
+
+disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out) {
+  const disp_signature *sig;
+  disp_status st = usable(op, &sig);
+  if (st != DISP_OK) return st;
+  disp__lock();
+  disp_op *o = (disp_op *)op;
+  if (!o->closure) {
+    void *code = NULL;
+    ffi_closure *c = ffi_closure_alloc(sizeof(ffi_closure), &code);
+    if (!c) {
+      disp__unlock();
+      return disp__fail(DISP_ERR_NO_MEMORY, "%s: could not allocate a libffi closure", op->name);
+    }
+    if (ffi_prep_closure_loc(c, (ffi_cif *)&sig->cif[0], closure_handler, o, code) != FFI_OK) {
+      ffi_closure_free(c);
+      disp__unlock();
+      return disp__fail(DISP_ERR_TYPE, "%s: libffi could not build a typed entry point", op->name);
+    }
+    o->closure = c;
+    o->closure_fn = (disp_fn)code;
+  }
+  *out = o->closure_fn;
+  disp__unlock();
+  return DISP_OK;
+}
+
+/* ---- defaults ----------------------------------------------------------- */
+
+static disp_status push_default(disp_stack *s, const disp_argument *a, disp_ctype ct) {
+  const disp_default *v = a->default_value;
+  switch (v->kind) {
+    case DISP_DEFAULT_NONE: return disp_stack_push_none(s);
+    case DISP_DEFAULT_BOOL: return disp_stack_push_bool(s, v->i != 0);
+    case DISP_DEFAULT_INT:
+      if (ct == DISP_CT_DOUBLE || ct == DISP_CT_OPT_DOUBLE) return disp_stack_push_double(s, (double)v->i);
+      if (ct == DISP_CT_INT_LIST || ct == DISP_CT_OPT_INT_LIST) {
+        /* int[2] x=1 means [1, 1]. */
+        int64_t n = a->n > 0 ? a->n : 1, items[64];
+        if (n > 64) n = 64;
+        for (int64_t j = 0; j < n; j++) items[j] = v->i;
+        return disp_stack_push_int_list(s, items, (size_t)n);
+      }
+      return disp_stack_push_int(s, v->i);
+    case DISP_DEFAULT_FLOAT: return disp_stack_push_double(s, v->f);
+    case DISP_DEFAULT_STRING: return disp_stack_push_string(s, v->str);
+    case DISP_DEFAULT_DEVICE: {
+      disp_device dev;
+      disp_status st = disp_device_parse(v->str, &dev);
+      if (st != DISP_OK) return st;
+      return disp_stack_push_device(s, (int32_t)dev.type, dev.index);
+    }
+    case DISP_DEFAULT_LIST: {
+      size_t n = v->num_items;
+      if (v->broadcast && a->n > 0) n = (size_t)a->n;
+      if (ct == DISP_CT_DOUBLE_LIST) {
+        double items[64];
+        for (size_t j = 0; j < n && j < 64; j++) items[j] = v->items[v->broadcast ? 0 : j].f;
+        return disp_stack_push_double_list(s, items, n < 64 ? n : 64);
+      }
+      if (ct == DISP_CT_BOOL_LIST) {
+        bool items[64];
+        for (size_t j = 0; j < n && j < 64; j++) items[j] = v->items[v->broadcast ? 0 : j].i != 0;
+        return disp_stack_push_bool_list(s, items, n < 64 ? n : 64);
+      }
+      int64_t items[64];
+      for (size_t j = 0; j < n && j < 64; j++) items[j] = v->items[v->broadcast ? 0 : j].i;
+      return disp_stack_push_int_list(s, items, n < 64 ? n : 64);
+    }
+  }
+  return disp__fail(DISP_ERR_TYPE, "unsupported default for argument %s", a->name);
+}
+
+disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_t given) {
+  const disp_schema *schema = disp_op_schema(op);
+  disp_status st;
+  const disp_signature *sig = signature_of(op, &st);
+  if (!schema || !sig) return st;
+  for (size_t i = given; i < schema->num_args; i++) {
+    const disp_argument *a = &schema->args[i];
+    if (!a->default_value)
+      return disp__fail(DISP_ERR_INVALID_ARG, "%s() is missing value for argument '%s'. Declaration: %s",
+                        disp_schema_base_name(schema), a->name, op->name);
+    if ((st = push_default(stack, a, sig->args[i])) != DISP_OK) return st;
+  }
+  return DISP_OK;
+}

@@ -1,0 +1,117 @@
+/*
+ * signature_internal.h - the C calling convention of an operator.
+ *
+ * Note [Boxed and unboxed]
+ * From the schema, each argument gets one C type (the table in
+ * include/disp/value.h) and each return one out-pointer. The signature says
+ * which arguments carry dispatch keys, how to move a value between the stack
+ * and C (boxing.c), and how libffi sees the function (ffi_bridge.c). It is
+ * computed once, when the operator is defined, and never changes after.
+ */
+#ifndef DISP_SIGNATURE_INTERNAL_H
+#define DISP_SIGNATURE_INTERNAL_H
+
+#include <ffi.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "disp/dispatcher.h"
+#include "disp/value.h"
+
+typedef enum disp_ctype {
+  DISP_CT_UNSUPPORTED = 0, /* Dict, Future, custom classes, ...: boxed only */
+  DISP_CT_TENSOR,          /* Tensor: disp_tensor * */
+  DISP_CT_OPT_TENSOR,      /* Tensor?: disp_tensor *, NULL = None */
+  DISP_CT_TENSOR_LIST,     /* Tensor[] / Tensor?[]: disp_tensor_list */
+  DISP_CT_INT,             /* int, SymInt: int64_t */
+  DISP_CT_OPT_INT,         /* disp_opt_int */
+  DISP_CT_INT_LIST,        /* disp_int_list */
+  DISP_CT_OPT_INT_LIST,    /* disp_opt_int_list */
+  DISP_CT_DOUBLE,          /* double */
+  DISP_CT_OPT_DOUBLE,      /* disp_opt_double */
+  DISP_CT_DOUBLE_LIST,     /* disp_double_list */
+  DISP_CT_BOOL,            /* bool */
+  DISP_CT_OPT_BOOL,        /* disp_opt_bool */
+  DISP_CT_BOOL_LIST,       /* disp_bool_list */
+  DISP_CT_STR,             /* const char *, NULL = None */
+  DISP_CT_SCALAR,          /* disp_scalar, NONE = None */
+  DISP_CT_ENUM,            /* ScalarType / Layout / MemoryFormat: int32_t, -1 = None */
+  DISP_CT_DEVICE,          /* disp_opt_device */
+  DISP_CT_GENERATOR,       /* void *, NULL = None */
+  DISP_CT_STORAGE,         /* disp_storage * */
+  DISP_CT_TENSOR_VEC       /* returns only: disp_tensor_vec */
+} disp_ctype;
+
+/* One C value of any ctype; the storage a call marshals through. */
+typedef union disp_cvalue {
+  disp_tensor *tensor;
+  disp_tensor_list tensors;
+  int64_t i;
+  disp_opt_int opt_i;
+  disp_int_list ints;
+  disp_opt_int_list opt_ints;
+  double d;
+  disp_opt_double opt_d;
+  disp_double_list doubles;
+  bool b;
+  disp_opt_bool opt_b;
+  disp_bool_list bools;
+  const char *str;
+  disp_scalar scalar;
+  int32_t e;
+  disp_opt_device device;
+  void *ptr;
+  disp_storage *storage;
+  disp_tensor_vec vec;
+} disp_cvalue;
+
+enum { DISP_MAX_ARGS = 64, DISP_MAX_RETS = 16 };
+
+typedef struct disp_signature {
+  int nargs, nrets;
+  disp_ctype args[DISP_MAX_ARGS];
+  disp_ctype rets[DISP_MAX_RETS];
+  uint64_t key_args;  /* bit i: argument i carries dispatch keys */
+  int supported;      /* every type has a C mapping */
+  /* libffi: the unboxed signature without and with the leading key set. */
+  ffi_cif cif[2];
+  ffi_type *atypes[2][1 + DISP_MAX_ARGS + DISP_MAX_RETS];
+} disp_signature;
+
+struct disp_schema;
+/* Builds the signature of `schema` (never fails for a valid schema; the
+ * signature is marked unsupported when a type has no C mapping). New object. */
+disp_status disp__signature_new(const struct disp_schema *schema, disp_signature **out);
+void disp__signature_free(disp_signature *sig);
+
+const char *disp__ctype_name(disp_ctype t);
+
+/* ---- moving values (boxing.c) ------------------------------------------ */
+
+/* Read one argument of type t from a va_list into *out (no ownership). */
+void disp__cvalue_from_va(disp_ctype t, va_list *ap, disp_cvalue *out);
+/* Push a C argument onto the stack as a boxed value (copies / retains). */
+disp_status disp__cvalue_box(disp_ctype t, const disp_cvalue *v, disp_stack *s);
+/* View a boxed argument as a C value (borrows from the stack value).
+ * DISP_ERR_TYPE when the value has the wrong tag. */
+disp_status disp__cvalue_unbox(disp_ctype t, const disp_value *v, disp_cvalue *out);
+/* Push a kernel's returned C value (takes its ownership). */
+disp_status disp__cvalue_box_return(disp_ctype t, disp_cvalue *v, disp_stack *s);
+/* Move a returned boxed value into a caller's out-pointer (takes ownership
+ * of the value's contents). DISP_ERR_TYPE on the wrong tag. */
+disp_status disp__value_to_out(disp_ctype t, disp_value *v, void *out_ptr);
+/* Release what a returned C value owns (after a failure). */
+void disp__cvalue_release_return(disp_ctype t, disp_cvalue *v);
+/* The key set of one argument (0 for arguments without keys). */
+disp_keyset disp__cvalue_keys(disp_ctype t, const disp_cvalue *v);
+disp_keyset disp__value_keys(const disp_value *v);
+
+/* ---- libffi (ffi_bridge.c) --------------------------------------------- */
+
+/* Prepare sig->cif (called once, at def time, under the registry lock). */
+disp_status disp__ffi_prepare(disp_signature *sig, const char *op_name);
+/* Call an unboxed kernel with C arguments; `rets` receive the returns. */
+disp_status disp__ffi_call_unboxed(const disp_signature *sig, disp_fn fn, int with_keyset,
+                                   disp_keyset ks, disp_cvalue *args, disp_cvalue *rets);
+
+#endif

@@ -1,0 +1,240 @@
+/*
+ * stack.c - boxed values and the stack of a boxed call.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "disp/tensor.h"
+#include "disp/value.h"
+#include "error_internal.h"
+
+struct disp_stack {
+  disp_value *v;
+  size_t len, cap;
+};
+
+const char *disp_value_tag_name(disp_value_tag tag) {
+  switch (tag) {
+    case DISP_VALUE_NONE: return "None";
+    case DISP_VALUE_TENSOR: return "Tensor";
+    case DISP_VALUE_INT: return "int";
+    case DISP_VALUE_DOUBLE: return "float";
+    case DISP_VALUE_BOOL: return "bool";
+    case DISP_VALUE_STRING: return "str";
+    case DISP_VALUE_INT_LIST: return "int[]";
+    case DISP_VALUE_DOUBLE_LIST: return "float[]";
+    case DISP_VALUE_BOOL_LIST: return "bool[]";
+    case DISP_VALUE_TENSOR_LIST: return "Tensor[]";
+    case DISP_VALUE_DEVICE: return "Device";
+    case DISP_VALUE_GENERATOR: return "Generator";
+    case DISP_VALUE_STORAGE: return "Storage";
+  }
+  return "unknown";
+}
+
+disp_stack *disp_stack_new(void) { return calloc(1, sizeof(disp_stack)); }
+
+void disp_value_clear(disp_value *v) {
+  switch (v->tag) {
+    case DISP_VALUE_TENSOR: disp_tensor_release(v->u.tensor); break;
+    case DISP_VALUE_STRING: free(v->u.str); break;
+    case DISP_VALUE_INT_LIST: free(v->u.ints.data); break;
+    case DISP_VALUE_DOUBLE_LIST: free(v->u.doubles.data); break;
+    case DISP_VALUE_BOOL_LIST: free(v->u.bools.data); break;
+    case DISP_VALUE_TENSOR_LIST:
+      for (size_t i = 0; i < v->u.tensors.len; i++) disp_tensor_release(v->u.tensors.data[i]);
+      free(v->u.tensors.data);
+      break;
+    case DISP_VALUE_STORAGE: disp_storage_release(v->u.storage); break;
+    default: break;
+  }
+  memset(v, 0, sizeof *v);
+}
+
+void disp_stack_clear(disp_stack *s) {
+  if (!s) return;
+  while (s->len) disp_value_clear(&s->v[--s->len]);
+}
+
+void disp_stack_free(disp_stack *s) {
+  if (!s) return;
+  disp_stack_clear(s);
+  free(s->v);
+  free(s);
+}
+
+size_t disp_stack_size(const disp_stack *s) { return s->len; }
+
+disp_value *disp_stack_at(disp_stack *s, size_t i) { return i < s->len ? &s->v[i] : NULL; }
+
+disp_value *disp_stack_peek(disp_stack *s, size_t i) { return i < s->len ? &s->v[s->len - 1 - i] : NULL; }
+
+/* Reserve one slot; the value is moved in by the caller. */
+static disp_value *slot(disp_stack *s) {
+  if (s->len == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 8;
+    disp_value *p = realloc(s->v, cap * sizeof *p);
+    if (!p) return NULL;
+    s->v = p;
+    s->cap = cap;
+  }
+  disp_value *v = &s->v[s->len];
+  memset(v, 0, sizeof *v);
+  return v;
+}
+
+static disp_status oom(void) { return disp__fail(DISP_ERR_NO_MEMORY, "out of memory pushing onto a stack"); }
+
+disp_status disp_stack_push_value_steal(disp_stack *s, disp_value *v) {
+  disp_value *d = slot(s);
+  if (!d) {
+    disp_value_clear(v);
+    return oom();
+  }
+  *d = *v;
+  memset(v, 0, sizeof *v);
+  s->len++;
+  return DISP_OK;
+}
+
+disp_status disp_stack_push_none(disp_stack *s) {
+  disp_value v = {0};
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_tensor_steal(disp_stack *s, disp_tensor *t) {
+  disp_value v = {0};
+  if (t) {
+    v.tag = DISP_VALUE_TENSOR;
+    v.u.tensor = t;
+  }
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_tensor(disp_stack *s, disp_tensor *t) {
+  return disp_stack_push_tensor_steal(s, t ? disp_tensor_retain(t) : NULL);
+}
+
+disp_status disp_stack_push_int(disp_stack *s, int64_t x) {
+  disp_value v = {.tag = DISP_VALUE_INT, .u.i = x};
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_double(disp_stack *s, double x) {
+  disp_value v = {.tag = DISP_VALUE_DOUBLE, .u.d = x};
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_bool(disp_stack *s, bool x) {
+  disp_value v = {.tag = DISP_VALUE_BOOL, .u.b = x};
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_scalar(disp_stack *s, disp_scalar x) {
+  switch (x.kind) {
+    case DISP_SCALAR_INT: return disp_stack_push_int(s, x.v.i);
+    case DISP_SCALAR_DOUBLE: return disp_stack_push_double(s, x.v.d);
+    case DISP_SCALAR_BOOL: return disp_stack_push_bool(s, x.v.b);
+    case DISP_SCALAR_NONE: break;
+  }
+  return disp_stack_push_none(s);
+}
+
+disp_status disp_stack_push_string(disp_stack *s, const char *x) {
+  if (!x) return disp_stack_push_none(s);
+  disp_value v = {.tag = DISP_VALUE_STRING, .u.str = strdup(x)};
+  if (!v.u.str) return oom();
+  return disp_stack_push_value_steal(s, &v);
+}
+
+static void *dup_array(const void *src, size_t n, size_t size) {
+  void *p = malloc(n ? n * size : 1);
+  if (p && n) memcpy(p, src, n * size);
+  return p;
+}
+
+disp_status disp_stack_push_int_list(disp_stack *s, const int64_t *x, size_t n) {
+  disp_value v = {.tag = DISP_VALUE_INT_LIST};
+  if (!(v.u.ints.data = dup_array(x, n, sizeof *x))) return oom();
+  v.u.ints.len = n;
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_double_list(disp_stack *s, const double *x, size_t n) {
+  disp_value v = {.tag = DISP_VALUE_DOUBLE_LIST};
+  if (!(v.u.doubles.data = dup_array(x, n, sizeof *x))) return oom();
+  v.u.doubles.len = n;
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_bool_list(disp_stack *s, const bool *x, size_t n) {
+  disp_value v = {.tag = DISP_VALUE_BOOL_LIST};
+  if (!(v.u.bools.data = dup_array(x, n, sizeof *x))) return oom();
+  v.u.bools.len = n;
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_tensor_list(disp_stack *s, disp_tensor *const *x, size_t n) {
+  disp_value v = {.tag = DISP_VALUE_TENSOR_LIST};
+  if (!(v.u.tensors.data = dup_array(x, n, sizeof *x))) return oom();
+  v.u.tensors.len = n;
+  for (size_t i = 0; i < n; i++)
+    if (x[i]) disp_tensor_retain(x[i]);
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_device(disp_stack *s, int32_t type, int32_t index) {
+  disp_value v = {.tag = DISP_VALUE_DEVICE};
+  v.u.device.type = type;
+  v.u.device.index = index;
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_generator(disp_stack *s, void *g) {
+  if (!g) return disp_stack_push_none(s);
+  disp_value v = {.tag = DISP_VALUE_GENERATOR, .u.ptr = g};
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_storage(disp_stack *s, disp_storage *st) {
+  if (!st) return disp_stack_push_none(s);
+  disp_value v = {.tag = DISP_VALUE_STORAGE, .u.storage = disp_storage_retain(st)};
+  return disp_stack_push_value_steal(s, &v);
+}
+
+disp_status disp_stack_push_value(disp_stack *s, const disp_value *x) {
+  switch (x->tag) {
+    case DISP_VALUE_TENSOR: return disp_stack_push_tensor(s, x->u.tensor);
+    case DISP_VALUE_STRING: return disp_stack_push_string(s, x->u.str);
+    case DISP_VALUE_INT_LIST: return disp_stack_push_int_list(s, x->u.ints.data, x->u.ints.len);
+    case DISP_VALUE_DOUBLE_LIST: return disp_stack_push_double_list(s, x->u.doubles.data, x->u.doubles.len);
+    case DISP_VALUE_BOOL_LIST: return disp_stack_push_bool_list(s, x->u.bools.data, x->u.bools.len);
+    case DISP_VALUE_TENSOR_LIST:
+      return disp_stack_push_tensor_list(s, x->u.tensors.data, x->u.tensors.len);
+    case DISP_VALUE_STORAGE: return disp_stack_push_storage(s, x->u.storage);
+    default: {
+      disp_value v = *x;
+      return disp_stack_push_value_steal(s, &v);
+    }
+  }
+}
+
+disp_status disp_stack_pop(disp_stack *s, disp_value *out) {
+  if (!s->len) return disp__fail(DISP_ERR_INVALID_ARG, "pop from an empty stack");
+  *out = s->v[--s->len];
+  return DISP_OK;
+}
+
+void disp_stack_drop(disp_stack *s, size_t n) {
+  while (n-- && s->len) disp_value_clear(&s->v[--s->len]);
+}
+
+disp_status disp_stack_pop_tensor(disp_stack *s, disp_tensor **out) {
+  if (!s->len) return disp__fail(DISP_ERR_INVALID_ARG, "pop from an empty stack");
+  disp_value *top = &s->v[s->len - 1];
+  if (top->tag != DISP_VALUE_TENSOR && top->tag != DISP_VALUE_NONE)
+    return disp__fail(DISP_ERR_TYPE, "expected a Tensor on the stack, found %s", disp_value_tag_name(top->tag));
+  *out = top->tag == DISP_VALUE_TENSOR ? top->u.tensor : NULL;
+  s->len--;
+  return DISP_OK;
+}
