@@ -12,6 +12,7 @@
  *   disp/value.h       boxed values, stacks, the C types of unboxed kernels
  *   disp/call.h        calling operators: boxed, unboxed, redispatch, trace
  *   disp/guard.h       thread-local dispatch state (include/exclude, modes)
+ *   disp/aten.h        typed entry points of the built-in operators (generated)
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -32,5 +33,6 @@
 #include "disp/value.h"
 #include "disp/call.h"
 #include "disp/guard.h"
+#include "disp/aten.h"
 
 #endif /* DISP_H */

@@ -268,3 +268,18 @@ disp_keyset disp__cvalue_keys(disp_ctype t, const disp_cvalue *v) {
       if (v->tensors.data[i]) ks.repr |= disp_tensor_keyset(v->tensors.data[i]).repr;
   return ks;
 }
+
+disp_status disp__push_returns(disp_stack *stack, disp_status st, disp_cvalue *rets,
+                               const disp_ctype *types, int n);
+disp_status disp__push_returns(disp_stack *stack, disp_status st, disp_cvalue *rets,
+                               const disp_ctype *types, int n) {
+  for (int i = 0; i < n; i++) {
+    if (st == DISP_OK) {
+      st = disp__cvalue_box_return(types[i], &rets[i], stack);
+      if (st != DISP_OK) disp_stack_drop(stack, (size_t)i);
+    } else {
+      disp__cvalue_release_return(types[i], &rets[i]);
+    }
+  }
+  return st;
+}

@@ -173,8 +173,12 @@ static disp_status boxed_via_unboxed(const disp_op *op, const disp_kernel_slot *
   return st;
 }
 
+typedef disp_status (*boxed_adapter)(disp_fn fn, int with_ks, disp_keyset ks, disp_stack *stack);
+
 static disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
   if (d.kernel->boxed) return d.kernel->boxed(op, d.ks, stack, d.kernel->user_data);
+  boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
+  if (adapt) return adapt(d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
   return boxed_via_unboxed(op, d.kernel, d.ks, stack);
 }
 

@@ -160,7 +160,8 @@ static const char *lib_ns(const disp_library *lib) {
   return strcmp(lib->ns, "_") == 0 ? NULL : lib->ns;
 }
 
-disp_status disp_library_def(disp_library *lib, const char *schema, disp_registration **out) {
+static disp_status library_def(disp_library *lib, const char *schema, disp_fn adapter,
+                               disp_registration **out) {
   if (!lib || !schema) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_def: NULL argument");
   if (lib->kind == DISP_LIBRARY_IMPL)
     return disp__fail(DISP_ERR_INVALID_ARG,
@@ -169,10 +170,34 @@ disp_status disp_library_def(disp_library *lib, const char *schema, disp_registr
                       schema, kind_macro(lib->kind), lib->debug);
   disp_registration *reg = NULL;
   disp__lock();
-  disp_status st = disp__register_def(lib->ns, schema, lib->debug, &reg);
+  disp_status st = disp__register_def(lib->ns, schema, lib->debug, adapter, &reg);
   if (st == DISP_OK) keep(lib, reg, out);
   disp__unlock();
   return st;
+}
+
+disp_status disp_library_def(disp_library *lib, const char *schema, disp_registration **out) {
+  return library_def(lib, schema, NULL, out);
+}
+
+disp_status disp__library_def_builtin(disp_library *lib, const char *schema, disp_fn adapter);
+disp_status disp__library_def_builtin(disp_library *lib, const char *schema, disp_fn adapter) {
+  return library_def(lib, schema, adapter, NULL);
+}
+
+/* ---- shutdown hooks ----------------------------------------------------- */
+
+enum { MAX_SHUTDOWN_HOOKS = 16 };
+static void (*g_shutdown_hooks[MAX_SHUTDOWN_HOOKS])(void);
+static int g_nshutdown_hooks;
+
+void disp__at_shutdown(void (*fn)(void));
+void disp__at_shutdown(void (*fn)(void)) {
+  pthread_mutex_lock(&disp__registry.lock);
+  int known = 0;
+  for (int i = 0; i < g_nshutdown_hooks; i++) known |= g_shutdown_hooks[i] == fn;
+  if (!known && g_nshutdown_hooks < MAX_SHUTDOWN_HOOKS) g_shutdown_hooks[g_nshutdown_hooks++] = fn;
+  pthread_mutex_unlock(&disp__registry.lock);
 }
 
 disp_status disp_library_impl_key(disp_library *lib, const char *name, disp_key key,
@@ -338,6 +363,8 @@ void disp_shutdown(void) {
   free(order);
 
   pthread_mutex_lock(&disp__registry.lock);
+  for (int h = 0; h < g_nshutdown_hooks; h++) g_shutdown_hooks[h]();
+  g_nshutdown_hooks = 0;
   disp_op *op, *tmp;
   HASH_ITER(hh, disp__registry.ops, op, tmp) {
     HASH_DEL(disp__registry.ops, op);

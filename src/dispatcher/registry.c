@@ -177,7 +177,7 @@ static disp_status check_kernel_schema(const disp_op *op, const disp_schema *def
 }
 
 disp_status disp__register_def(const char *ns, const char *schema_text, const char *debug,
-                               disp_registration **out) {
+                               disp_fn adapter, disp_registration **out) {
   disp_schema *schema = NULL;
   disp_status st = disp_schema_parse_ns(schema_text, ns, &schema);
   if (st != DISP_OK) return st;
@@ -215,6 +215,7 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
   reg->schema = schema;
   reg->sig = sig;
   op->def = reg;
+  atomic_store_explicit(&op->adapter, adapter, memory_order_release);
   atomic_store_explicit(&op->sig, sig, memory_order_release);
   atomic_store_explicit(&op->schema, schema, memory_order_release);
   *out = reg;
@@ -418,6 +419,7 @@ void disp__registration_remove_locked(disp_registration *reg) {
       disp_op *op = reg->op;
       atomic_store_explicit(&op->schema, NULL, memory_order_release);
       atomic_store_explicit(&op->sig, NULL, memory_order_release);
+      atomic_store_explicit(&op->adapter, NULL, memory_order_release);
       op->def = NULL;
       retire_schema(reg->schema, reg->sig);
       reg->schema = NULL;

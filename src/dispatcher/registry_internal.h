@@ -85,6 +85,9 @@ struct disp_op {
   char *name;                     /* "ns::name.overload": the hash key */
   _Atomic(disp_schema *) schema; /* NULL until def; read without the lock */
   _Atomic(disp_signature *) sig;  /* the C calling convention, set with the schema */
+  /* The generated boxed adapter of a built-in operator (aten_internal.h),
+   * set with the def: boxed calls of its unboxed kernels use it, not libffi. */
+  _Atomic(disp_fn) adapter;
   void *closure;                  /* disp_op_typed_entry's ffi_closure, or NULL */
   disp_fn closure_fn;
   disp_registration *def;         /* the def's registration, NULL until def */
@@ -170,7 +173,7 @@ void disp__kernel_entry_retire(disp_kernel_entry *e);
 
 /* Registration primitives used by library.c. */
 disp_status disp__register_def(const char *ns, const char *schema_text, const char *debug,
-                               disp_registration **out);
+                               disp_fn adapter, disp_registration **out);
 disp_status disp__register_impl(const char *ns, const char *name, disp_key key,
                                 const disp_kernel *kernel, const char *debug,
                                 disp_registration **out);

@@ -1,0 +1,335 @@
+/*
+ * gen_aten - generates the C side of the built-in operators from
+ * src/kernels/aten_ops.def (build time only).
+ *
+ *   gen_aten OUTDIR
+ * writes
+ *   OUTDIR/disp/aten.h      public typed entry points disp_aten_ID(...)
+ *   OUTDIR/aten_kernels.h   the C prototype of every kernel the table names
+ *   OUTDIR/aten_gen.c       entry points, boxed adapters, registration
+ *
+ * The C signature of everything comes from the schema through the one
+ * mapping of disp/value.h (signature.c), so nothing here is written per op.
+ * Typed entries and adapters never touch libffi.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disp/schema.h"
+#include "schema_internal.h"
+#include "signature_internal.h"
+
+#define DISP_K_CPU 1
+#define DISP_K_META 2
+#define DISP_K_CIA 4
+#define DISP_K_CEA 8
+#define DISP_K_CEANF 16
+#define DISP_K_BSEL 32
+
+typedef struct decl {
+  const char *id;
+  const char *schema;
+  unsigned kernels;
+} decl;
+
+static const decl decls[] = {
+#define X(ID, SCHEMA, KERNELS) {#ID, SCHEMA, KERNELS},
+#include "aten_ops.def"
+#undef X
+};
+enum { NDECLS = sizeof decls / sizeof decls[0] };
+
+/* Kernel kinds: table flag, name part, key macro name, takes the key set. */
+static const struct {
+  unsigned flag;
+  const char *part;
+  const char *key;
+  int with_ks;
+} kinds[] = {
+    {DISP_K_CPU, "cpu", "CPU", 0},
+    {DISP_K_META, "meta", "META", 0},
+    {DISP_K_CIA, "cia", "COMPOSITE_IMPLICIT_AUTOGRAD", 0},
+    {DISP_K_CEA, "cea", "COMPOSITE_EXPLICIT_AUTOGRAD", 0},
+    {DISP_K_CEANF, "ceanf", "COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL", 0},
+    {DISP_K_BSEL, "bsel", "BACKEND_SELECT", 1},
+};
+
+static const char *param_type(disp_ctype t) {
+  switch (t) {
+    case DISP_CT_TENSOR: case DISP_CT_OPT_TENSOR: return "disp_tensor *";
+    case DISP_CT_TENSOR_LIST: return "disp_tensor_list";
+    case DISP_CT_INT: return "int64_t";
+    case DISP_CT_OPT_INT: return "disp_opt_int";
+    case DISP_CT_INT_LIST: return "disp_int_list";
+    case DISP_CT_OPT_INT_LIST: return "disp_opt_int_list";
+    case DISP_CT_DOUBLE: return "double";
+    case DISP_CT_OPT_DOUBLE: return "disp_opt_double";
+    case DISP_CT_DOUBLE_LIST: return "disp_double_list";
+    case DISP_CT_BOOL: return "bool";
+    case DISP_CT_OPT_BOOL: return "disp_opt_bool";
+    case DISP_CT_BOOL_LIST: return "disp_bool_list";
+    case DISP_CT_STR: return "const char *";
+    case DISP_CT_SCALAR: return "disp_scalar";
+    case DISP_CT_ENUM: return "int32_t";
+    case DISP_CT_DEVICE: return "disp_opt_device";
+    case DISP_CT_GENERATOR: return "void *";
+    case DISP_CT_STORAGE: return "disp_storage *";
+    default: return NULL;
+  }
+}
+
+static const char *field(disp_ctype t) {
+  switch (t) {
+    case DISP_CT_TENSOR: case DISP_CT_OPT_TENSOR: return "tensor";
+    case DISP_CT_TENSOR_LIST: return "tensors";
+    case DISP_CT_INT: return "i";
+    case DISP_CT_OPT_INT: return "opt_i";
+    case DISP_CT_INT_LIST: return "ints";
+    case DISP_CT_OPT_INT_LIST: return "opt_ints";
+    case DISP_CT_DOUBLE: return "d";
+    case DISP_CT_OPT_DOUBLE: return "opt_d";
+    case DISP_CT_DOUBLE_LIST: return "doubles";
+    case DISP_CT_BOOL: return "b";
+    case DISP_CT_OPT_BOOL: return "opt_b";
+    case DISP_CT_BOOL_LIST: return "bools";
+    case DISP_CT_STR: return "str";
+    case DISP_CT_SCALAR: return "scalar";
+    case DISP_CT_ENUM: return "e";
+    case DISP_CT_DEVICE: return "device";
+    case DISP_CT_GENERATOR: return "ptr";
+    case DISP_CT_STORAGE: return "storage";
+    case DISP_CT_TENSOR_VEC: return "vec";
+    default: return NULL;
+  }
+}
+
+static const char *ret_type(disp_ctype t) {
+  switch (t) {
+    case DISP_CT_TENSOR: return "disp_tensor **";
+    case DISP_CT_INT: return "int64_t *";
+    case DISP_CT_DOUBLE: return "double *";
+    case DISP_CT_BOOL: return "bool *";
+    case DISP_CT_SCALAR: return "disp_scalar *";
+    case DISP_CT_TENSOR_VEC: return "disp_tensor_vec *";
+    default: return NULL;
+  }
+}
+
+/* A C identifier for an argument name (PyTorch uses some C keywords). */
+static void arg_name(char *buf, size_t n, const char *name) {
+  static const char *const reserved[] = {"default", "int", "float", "double", "char", "bool", "out", "ks", "op", "st"};
+  for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+    if (!strcmp(name, reserved[i])) {
+      snprintf(buf, n, "%s_", name);
+      return;
+    }
+  snprintf(buf, n, "%s", name);
+}
+
+/* "disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0" */
+static void params(FILE *f, const disp_schema *s, const disp_signature *sig, int with_names, int with_ks) {
+  int first = 1;
+  if (with_ks) {
+    fprintf(f, "disp_keyset%s", with_names ? " ks" : "");
+    first = 0;
+  }
+  for (int i = 0; i < sig->nargs; i++) {
+    char nm[64];
+    arg_name(nm, sizeof nm, s->args[i].name);
+    const char *t = param_type(sig->args[i]);
+    fprintf(f, "%s%s%s%s", first ? "" : ", ", t, with_names ? (t[strlen(t) - 1] == '*' ? "" : " ") : "",
+            with_names ? nm : "");
+    first = 0;
+  }
+  for (int i = 0; i < sig->nrets; i++) {
+    const char *t = ret_type(sig->rets[i]);
+    fprintf(f, "%s%s", first ? "" : ", ", t);
+    if (with_names) fprintf(f, "out%d", i);
+    first = 0;
+  }
+  if (first) fprintf(f, "void");
+}
+
+static void call_args(FILE *f, const disp_schema *s, const disp_signature *sig) {
+  int first = 1;
+  for (int i = 0; i < sig->nargs; i++) {
+    char nm[64];
+    arg_name(nm, sizeof nm, s->args[i].name);
+    fprintf(f, "%s%s", first ? "" : ", ", nm);
+    first = 0;
+  }
+  for (int i = 0; i < sig->nrets; i++) fprintf(f, "%sout%d", first ? "" : ", ", i), first = 0;
+}
+
+/* s as a C string literal. */
+static void c_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: gen_aten OUTDIR\n");
+    return 2;
+  }
+  char path[4096];
+  disp_schema *schemas[NDECLS];
+  disp_signature *sigs[NDECLS];
+  for (int d = 0; d < NDECLS; d++) {
+    if (disp_schema_parse(decls[d].schema, &schemas[d]) != DISP_OK ||
+        disp__signature_new(schemas[d], &sigs[d]) != DISP_OK) {
+      fprintf(stderr, "gen_aten: %s: %s\n", decls[d].id, disp_last_error());
+      return 1;
+    }
+    if (!sigs[d]->supported) {
+      fprintf(stderr, "gen_aten: %s: a type has no C mapping\n", decls[d].id);
+      return 1;
+    }
+  }
+
+  /* ---- disp/aten.h --------------------------------------------------- */
+  snprintf(path, sizeof path, "%s/disp/aten.h", argv[1]);
+  FILE *h = fopen(path, "w");
+  if (!h) {
+    perror(path);
+    return 1;
+  }
+  fprintf(h, "/* Generated by tools/gen_aten.c from src/kernels/aten_ops.def. Do not edit. */\n"
+             "/*\n * disp/aten.h - typed entry points of the built-in aten operators.\n *\n"
+             " * disp_aten_ID(args..., outs...) dispatches ID like any call (its tensors'\n"
+             " * key sets, the thread-local state, the operator's table) without boxing\n"
+             " * or libffi. Arguments and returns follow disp/value.h's mapping; each\n"
+             " * return is a new reference the caller releases. Thread-safe.\n */\n"
+             "#ifndef DISP_ATEN_H\n#define DISP_ATEN_H\n\n#include \"disp/value.h\"\n#include \"disp/keyset.h\"\n\n"
+             "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  for (int d = 0; d < NDECLS; d++) {
+    fprintf(h, "/* %s */\nDISP_API disp_status disp_aten_%s(", decls[d].schema, decls[d].id);
+    params(h, schemas[d], sigs[d], 1, 0);
+    fprintf(h, ");\n\n");
+  }
+  fprintf(h, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+  fclose(h);
+
+  /* ---- aten_kernels.h ------------------------------------------------ */
+  snprintf(path, sizeof path, "%s/aten_kernels.h", argv[1]);
+  FILE *k = fopen(path, "w");
+  if (!k) {
+    perror(path);
+    return 1;
+  }
+  fprintf(k, "/* Generated by tools/gen_aten.c from src/kernels/aten_ops.def. Do not edit. */\n"
+             "/* The prototype of every built-in kernel: disp__KIND_ID, KIND one of cpu, meta,\n"
+             " * cia, cea, ceanf, bsel. Declared weak: a kernel not written yet is simply not\n"
+             " * registered, and the operator's table shows it. */\n"
+             "#ifndef DISP_ATEN_KERNELS_H\n#define DISP_ATEN_KERNELS_H\n\n#include <disp.h>\n\n");
+  for (int d = 0; d < NDECLS; d++)
+    for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++) {
+      if (!(decls[d].kernels & kinds[j].flag)) continue;
+      fprintf(k, "disp_status disp__%s_%s(", kinds[j].part, decls[d].id);
+      params(k, schemas[d], sigs[d], 1, kinds[j].with_ks);
+      fprintf(k, ") __attribute__((weak));\n");
+    }
+  fprintf(k, "\n#endif\n");
+  fclose(k);
+
+  /* ---- aten_gen.c ---------------------------------------------------- */
+  snprintf(path, sizeof path, "%s/aten_gen.c", argv[1]);
+  FILE *c = fopen(path, "w");
+  if (!c) {
+    perror(path);
+    return 1;
+  }
+  fprintf(c, "/* Generated by tools/gen_aten.c from src/kernels/aten_ops.def. Do not edit. */\n"
+             "#include <disp.h>\n#include \"disp/aten.h\"\n#include \"aten_kernels.h\"\n"
+             "#include \"aten_internal.h\"\n#include \"signature_internal.h\"\n\n"
+             "enum {\n");
+  for (int d = 0; d < NDECLS; d++) fprintf(c, "  ATEN_%s,\n", decls[d].id);
+  fprintf(c, "  ATEN_COUNT\n};\n\nstatic const char *const aten_names[ATEN_COUNT] = {\n");
+  for (int d = 0; d < NDECLS; d++) fprintf(c, "  \"%s\",\n", schemas[d]->qualified);
+  fprintf(c, "};\n\nstatic _Atomic(const disp_op *) aten_handles[ATEN_COUNT];\n\n"
+             "static void aten_forget(void) {\n"
+             "  for (int i = 0; i < ATEN_COUNT; i++) atomic_store(&aten_handles[i], NULL);\n}\n\n"
+             "static const disp_op *aten_op(int id) {\n"
+             "  const disp_op *op = atomic_load_explicit(&aten_handles[id], memory_order_acquire);\n"
+             "  if (__builtin_expect(op != NULL, 1)) return op;\n"
+             "  if (disp_op_find(aten_names[id], &op) != DISP_OK) return NULL;\n"
+             "  disp__at_shutdown(aten_forget);\n"
+             "  atomic_store_explicit(&aten_handles[id], op, memory_order_release);\n"
+             "  return op;\n}\n\n");
+
+  for (int d = 0; d < NDECLS; d++) {
+    const disp_schema *s = schemas[d];
+    const disp_signature *sig = sigs[d];
+    const char *id = decls[d].id;
+    /* typed entry point */
+    fprintf(c, "disp_status disp_aten_%s(", id);
+    params(c, s, sig, 1, 0);
+    fprintf(c, ") {\n  const disp_op *op = aten_op(ATEN_%s);\n  if (!op) return DISP_ERR_OP_NOT_FOUND;\n"
+               "  disp_keyset keys = {0};\n", id);
+    for (int i = 0; i < sig->nargs; i++) {
+      char nm[64];
+      arg_name(nm, sizeof nm, s->args[i].name);
+      if (sig->args[i] == DISP_CT_TENSOR) fprintf(c, "  keys.repr |= disp__tensor_keys(%s).repr;\n", nm);
+      else if (sig->args[i] == DISP_CT_OPT_TENSOR) fprintf(c, "  if (%s) keys.repr |= disp__tensor_keys(%s).repr;\n", nm, nm);
+      else if (sig->args[i] == DISP_CT_TENSOR_LIST) fprintf(c, "  keys.repr |= disp__tensor_list_keys(%s).repr;\n", nm);
+    }
+    fprintf(c, "  disp_status st;\n  DISP_CALL(st, op, keys, (");
+    params(c, s, sig, 0, 0);
+    fprintf(c, "), ");
+    call_args(c, s, sig);
+    fprintf(c, ");\n  return st;\n}\n\n");
+    /* boxed adapter */
+    fprintf(c, "static disp_status adapt_%s(disp_fn fn, int with_ks, disp_keyset ks, disp_stack *stack) {\n"
+               "  disp_cvalue a[%d + 1], r[%d + 1];\n  disp_status st;\n"
+               "  size_t base = disp_stack_size(stack) - %d;\n", id, sig->nargs, sig->nrets, sig->nargs);
+    for (int i = 0; i < sig->nargs; i++)
+      fprintf(c, "  if ((st = disp__cvalue_unbox((disp_ctype)%d, disp_stack_at(stack, base + %d), &a[%d])) != DISP_OK) {\n"
+                 "    disp_stack_drop(stack, %d);\n    return st;\n  }\n", (int)sig->args[i], i, i, sig->nargs);
+    fprintf(c, "  memset(r, 0, sizeof r);\n  st = with_ks ? ((disp_status (*)(");
+    params(c, s, sig, 0, 1);
+    fprintf(c, "))fn)(ks");
+    for (int i = 0; i < sig->nargs; i++) fprintf(c, ", a[%d].%s", i, field(sig->args[i]));
+    for (int i = 0; i < sig->nrets; i++) fprintf(c, ", &r[%d].%s", i, field(sig->rets[i]));
+    fprintf(c, ")\n               : ((disp_status (*)(");
+    params(c, s, sig, 0, 0);
+    fprintf(c, "))fn)(");
+    int first = 1;
+    for (int i = 0; i < sig->nargs; i++) fprintf(c, "%sa[%d].%s", first ? "" : ", ", i, field(sig->args[i])), first = 0;
+    for (int i = 0; i < sig->nrets; i++) fprintf(c, "%s&r[%d].%s", first ? "" : ", ", i, field(sig->rets[i])), first = 0;
+    fprintf(c, ");\n  disp_stack_drop(stack, %d);\n", sig->nargs);
+    fprintf(c, "  return disp__push_returns(stack, st, r, (const disp_ctype[]){");
+    for (int i = 0; i < sig->nrets; i++) fprintf(c, "%s(disp_ctype)%d", i ? ", " : "", (int)sig->rets[i]);
+    fprintf(c, "%s}, %d);\n}\n\n", sig->nrets ? "" : "0", sig->nrets);
+  }
+
+  /* registration */
+  fprintf(c, "DISP_LIBRARY(aten, m) {\n");
+  for (int d = 0; d < NDECLS; d++)
+  {
+    fprintf(c, "  disp__library_def_builtin(m, ");
+    c_string(c, decls[d].schema);
+    fprintf(c, ", DISP_FN(adapt_%s));\n", decls[d].id);
+  }
+  fprintf(c, "}\n\n");
+  for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++) {
+    fprintf(c, "DISP_LIBRARY_IMPL(aten, %s, m) {\n", kinds[j].key);
+    for (int d = 0; d < NDECLS; d++) {
+      if (!(decls[d].kernels & kinds[j].flag)) continue;
+      fprintf(c, "  if (disp__%s_%s)\n    disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(disp__%s_%s), %s), NULL);\n",
+              kinds[j].part, decls[d].id, schemas[d]->qualified, kinds[j].part, decls[d].id,
+              kinds[j].with_ks ? "DISP_KERNEL_WITH_KEYSET" : "0");
+    }
+    fprintf(c, "}\n\n");
+  }
+  fclose(c);
+  for (int d = 0; d < NDECLS; d++) {
+    disp__signature_free(sigs[d]);
+    disp_schema_free(schemas[d]);
+  }
+  return 0;
+}
