@@ -26,12 +26,7 @@ int disp_trace_enabled;
 
 void disp__trace_init(void);
 
-/* The TLS sets in their stored form (XOR with the defaults, tls.c). */
-static inline disp_keyset apply_tls(disp_keyset ks) {
-  disp_keyset inc = disp_tls_included(), exc = disp_tls_excluded();
-  ks.repr = (ks.repr | inc.repr) & (DISP_KEYSET_BACKEND_MASK | ~exc.repr);
-  return ks;
-}
+#define apply_tls disp__apply_tls
 
 /* ---- trace -------------------------------------------------------------- */
 

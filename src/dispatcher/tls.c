@@ -8,16 +8,10 @@
 #include "disp/guard.h"
 #include "tls_internal.h"
 
-_Thread_local disp__tls_raw disp__tls;
+_Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-exec")));
 
-static uint64_t default_included(void) {
-  return disp_keyset_of(DISP_KEY_BACKEND_SELECT).repr | disp_keyset_of(DISP_KEY_AD_INPLACE_OR_VIEW).repr;
-}
-
-static uint64_t default_excluded(void) {
-  return disp_keyset_of(DISP_KEY_AUTOCAST_CPU).repr | disp_keyset_of(DISP_KEY_AUTOCAST_CUDA).repr |
-         disp_keyset_of(DISP_KEY_AUTOCAST_PRIVATEUSE1).repr;
-}
+static uint64_t default_included(void) { return DISP__DEFAULT_INCLUDED; }
+static uint64_t default_excluded(void) { return DISP__DEFAULT_EXCLUDED; }
 
 disp_keyset disp_tls_included(void) {
   disp_keyset s = {disp__tls.included_xor ^ default_included()};
