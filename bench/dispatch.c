@@ -104,12 +104,12 @@ static long run_case(const char *name, long iters) {
     for (long i = 0; i < iters; i++) bad += f(g_a, &out);
   } else if (!strcmp(name, "unboxed_1")) {
     for (long i = 0; i < iters; i++) {
-      DISP_CALL(st, g_op1, disp_tensor_keyset(g_a), (disp_tensor *, disp_tensor **), g_a, &out);
+      DISP_CALL(st, g_op1, disp_tensor_keys(g_a), (disp_tensor *, disp_tensor **), g_a, &out);
       bad += st;
     }
   } else if (!strcmp(name, "unboxed_2")) {
     for (long i = 0; i < iters; i++) {
-      DISP_CALL(st, g_op2, disp_keyset_or(disp_tensor_keyset(g_a), disp_tensor_keyset(g_b)),
+      DISP_CALL(st, g_op2, disp_keyset_or(disp_tensor_keys(g_a), disp_tensor_keys(g_b)),
                 (disp_tensor *, disp_tensor *, disp_tensor **), g_a, g_b, &out);
       bad += st;
     }
@@ -129,7 +129,7 @@ static long run_case(const char *name, long iters) {
     }
   } else if (!strcmp(name, "unboxed_boxed")) {
     for (long i = 0; i < iters; i++) {
-      DISP_CALL(st, g_op_boxed, disp_tensor_keyset(g_a), (disp_tensor *, disp_tensor **), g_a, &out);
+      DISP_CALL(st, g_op_boxed, disp_tensor_keys(g_a), (disp_tensor *, disp_tensor **), g_a, &out);
       bad += st;
       disp_tensor_release(out);
     }

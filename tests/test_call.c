@@ -396,14 +396,14 @@ static char *capture_stderr(void (*fn)(void)) {
 static const disp_op *g_trace_op;
 static void traced_calls(void) {
   disp_tensor *a = cpu_tensor(), *out = NULL;
-  disp_trace_enabled = 1;
+  disp_trace_set(1);
   disp_call(g_trace_op, a, a, &out);
   disp_tensor_release(out);
   disp_stack *s = disp_stack_new();
   disp_stack_push_tensor(s, a);
   disp_stack_push_tensor(s, a);
   disp_call_boxed(g_trace_op, s);
-  disp_trace_enabled = 0;
+  disp_trace_set(0);
   disp_stack_free(s);
   disp_tensor_release(a);
 }

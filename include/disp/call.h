@@ -137,8 +137,12 @@ DISP_API void disp_error_add_op(const disp_op *op);
               : ((disp_status(*) PARAMS)(d).kernel->unboxed)(__VA_ARGS__))               \
        : disp_call_kernel((op), (d), __VA_ARGS__))
 
-/* Nonzero while DISP_SHOW_DISPATCH_TRACE is on (read once, at first use). */
+/* Nonzero while the trace is on: DISP_SHOW_DISPATCH_TRACE at first use, or
+ * disp_trace_set(). Read it; change it only with disp_trace_set(). */
 DISP_API extern int disp_trace_enabled;
+
+/* disp_trace_set - turns the dispatch trace on or off for the process. */
+DISP_API void disp_trace_set(int on);
 /* Ends the trace nesting level a dispatch with the trace on opened. */
 DISP_API void disp_trace_leave(void);
 

@@ -265,26 +265,33 @@ DISP_API disp_keyset disp_keyset_full(void);
 DISP_API disp_key disp_keyset_highest_key(disp_keyset s);
 
 /*
- * disp_keyset_table_index - the dispatch-table slot a call with this set
- * goes to (the slot of disp_keyset_highest_key). Inline: it is the hot path.
+ * Table slots. Per functionality (index 0: Undefined) the slot of its first
+ * runtime key, and 0xff for per-backend functionalities (whose slot adds the
+ * backend index) or 0 for single ones. Read by the inline functions below.
  */
-typedef struct disp_keyset_offset_mask { uint16_t offset; uint64_t mask; } disp_keyset_offset_mask;
-DISP_API extern const disp_keyset_offset_mask disp_keyset_offsets[DISP_NUM_FUNCTIONALITIES + 1];
-static inline int disp_keyset_table_index(disp_keyset s) {
-  uint64_t f = s.repr >> DISP_NUM_BACKENDS;
-  /* 63 - clz(2x|1) is the 1-based index of x's highest bit, 0 for x == 0. */
-  int fi = 63 - __builtin_clzll((f << 1) | 1);
-  const disp_keyset_offset_mask *om = &disp_keyset_offsets[fi];
-  return om->offset + (63 - __builtin_clzll((s.repr & om->mask) | 1));
+DISP_API extern const uint8_t disp_keyset_slot_base[DISP_NUM_FUNCTIONALITIES + 1];
+DISP_API extern const uint8_t disp_keyset_slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1];
+
+/* Index of the highest set bit, 0 for x == 0 (so "no backend" reads as CPU,
+ * whose per-backend slots a set without backend bits cannot reach anyway). */
+static inline int disp__highest_bit(uint64_t x) { return __builtin_clzll(x | 1) ^ 63; }
+
+/*
+ * disp_keyset_backend_index - the index of the highest backend bit (0 when
+ * the set has none). Thread-safe.
+ */
+static inline int disp_keyset_backend_index(disp_keyset s) {
+  return disp__highest_bit(s.repr & DISP_KEYSET_BACKEND_MASK);
 }
 
 /*
- * disp_keyset_backend_index - the highest backend bit's index, or
- * DISP_NUM_BACKENDS when the set has no backend bit. Thread-safe.
+ * disp_keyset_table_index - the dispatch-table slot a call with this set
+ * goes to (the slot of disp_keyset_highest_key). Inline: it is the hot path.
  */
-static inline int disp_keyset_backend_index(disp_keyset s) {
-  uint64_t b = s.repr & DISP_KEYSET_BACKEND_MASK;
-  return b ? 63 - __builtin_clzll(b) : DISP_NUM_BACKENDS;
+static inline int disp_keyset_table_index(disp_keyset s) {
+  /* (f << 1 | 1) makes the highest-bit index 1-based: 0 = no functionality. */
+  int f = disp__highest_bit(((s.repr >> DISP_NUM_BACKENDS) << 1) | 1);
+  return disp_keyset_slot_base[f] + (disp_keyset_backend_index(s) & disp_keyset_slot_per_backend[f]);
 }
 
 /*

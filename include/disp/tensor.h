@@ -387,6 +387,13 @@ DISP_API disp_dtype disp_tensor_dtype(const disp_tensor *t);
 DISP_API disp_layout disp_tensor_layout(const disp_tensor *t);
 DISP_API disp_device disp_tensor_device(const disp_tensor *t);
 DISP_API disp_keyset disp_tensor_keyset(const disp_tensor *t);
+
+/*
+ * disp_tensor_keys - the same, inline, for the typed-call fast path: a
+ * tensor's key set is the first member of the object, a guarantee of the
+ * ABI. `t` must not be NULL. Thread-safe (while no one changes the keys).
+ */
+static inline disp_keyset disp_tensor_keys(const disp_tensor *t) { return *(const disp_keyset *)(const void *)t; }
 /* Product of the sizes (1 for 0-dim). */
 DISP_API int64_t disp_tensor_numel(const disp_tensor *t);
 /* Bytes per element. */

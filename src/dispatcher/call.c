@@ -23,6 +23,7 @@
 #include "tls_internal.h"
 
 int disp_trace_enabled;
+int disp__trace_on;
 
 void disp__trace_init(void);
 
@@ -32,7 +33,7 @@ void disp__trace_init(void);
 
 void disp__trace_init(void) {
   const char *v = getenv("DISP_SHOW_DISPATCH_TRACE");
-  disp_trace_enabled = v && v[0] && strcmp(v, "0") != 0;
+  disp_trace_enabled = disp__trace_on = v && v[0] && strcmp(v, "0") != 0;
 }
 
 static void trace_enter(const char *label, const disp_op *op, disp_keyset ks) {
@@ -46,6 +47,8 @@ static void trace_enter(const char *label, const disp_op *op, disp_keyset ks) {
   disp__tls.trace_depth++;
 }
 
+void disp_trace_set(int on) { disp_trace_enabled = disp__trace_on = on != 0; }
+
 void disp_trace_leave(void) {
   if (disp__tls.trace_depth > 0) disp__tls.trace_depth--;
 }
@@ -54,20 +57,22 @@ void disp_trace_leave(void) {
 
 static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
   const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->table, memory_order_acquire);
-  if (mask) ks.repr &= t->non_fallthrough[disp_keyset_backend_index(ks)].repr;
-  disp_dispatch d = {&t->slot[disp_keyset_table_index(ks)]->slot, ks};
+  /* Masking never changes the backend bits: one backend index serves both. */
+  int backend = disp_keyset_backend_index(ks);
+  if (mask) ks.repr &= t->non_fallthrough[backend].repr;
+  disp_dispatch d = {&t->slot[disp__table_index(ks, backend)]->slot, ks};
   return d;
 }
 
 disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys) {
   disp_dispatch d = pick(op, apply_tls(tensor_keys), 1);
-  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[call]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[call]", op, d.ks);
   return d;
 }
 
 disp_dispatch disp_op_redispatch(const disp_op *op, disp_keyset ks) {
   disp_dispatch d = pick(op, ks, 0);
-  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[redispatch]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[redispatch]", op, d.ks);
   return d;
 }
 
@@ -199,9 +204,9 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
   for (int i = 0; i < sig->nargs; i++)
     if (sig->key_args & (UINT64_C(1) << i)) keys.repr |= disp__value_keys(disp_stack_at(stack, base + (size_t)i)).repr;
   disp_dispatch d = pick(op, apply_tls(keys), 1);
-  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[callBoxed]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[callBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
-  if (disp_trace_enabled) disp_trace_leave();
+  if (disp__trace_on) disp_trace_leave();
   if (st != DISP_OK) {
     cleanup_after_error(stack, base);
     disp_error_add_op(op);
@@ -216,9 +221,9 @@ disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack 
   if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
   size_t base = disp_stack_size(stack) - (size_t)sig->nargs;
   disp_dispatch d = pick(op, ks, 0);
-  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[redispatchBoxed]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[redispatchBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
-  if (disp_trace_enabled) disp_trace_leave();
+  if (disp__trace_on) disp_trace_leave();
   if (st != DISP_OK) cleanup_after_error(stack, base);
   return st;
 }
@@ -300,9 +305,9 @@ disp_status disp_call(const disp_op *op, ...) {
   va_end(ap);
   if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
   disp_dispatch d = pick(op, apply_tls(keys), 1);
-  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[call]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[call]", op, d.ks);
   st = run_cvalues(op, sig, d, args, outs);
-  if (disp_trace_enabled) disp_trace_leave();
+  if (disp__trace_on) disp_trace_leave();
   if (st != DISP_OK) disp_error_add_op(op);
   return st;
 }
@@ -320,9 +325,9 @@ disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
   va_end(ap);
   if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
   disp_dispatch d = pick(op, ks, 0);
-  if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[redispatch]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[redispatch]", op, d.ks);
   st = run_cvalues(op, sig, d, args, outs);
-  if (disp_trace_enabled) disp_trace_leave();
+  if (disp__trace_on) disp_trace_leave();
   return st;
 }
 
@@ -362,9 +367,9 @@ static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_
     }
     for (int i = 0; i < sig->nrets; i++) outs[i] = *(void **)avalues[sig->nargs + i];
     disp_dispatch d = pick(op, apply_tls(keys), 1);
-    if (__builtin_expect(disp_trace_enabled, 0)) trace_enter("[call]", op, d.ks);
+    if (__builtin_expect(disp__trace_on, 0)) trace_enter("[call]", op, d.ks);
     st = run_cvalues(op, sig, d, args, outs);
-    if (disp_trace_enabled) disp_trace_leave();
+    if (disp__trace_on) disp_trace_leave();
     if (st != DISP_OK) disp_error_add_op(op);
   }
   *(ffi_arg *)ret = (ffi_arg)(int32_t)st;

@@ -76,30 +76,32 @@ static const char *const per_backend_names[DISP_NUM_PER_BACKEND_FUNCTIONALITIES]
     },
 };
 
-/* Table offset and backend mask per functionality (row 0: Undefined). A
- * per-backend functionality takes DISP_NUM_BACKENDS slots and selects one by
- * its highest backend bit; a single one takes one slot (mask 0). Spelled out
- * rather than computed so the hot path reads a constant table. */
-#define W_PER_BACKEND DISP_NUM_BACKENDS
-#define M_PER_BACKEND DISP_KEYSET_BACKEND_MASK
-#define M_SINGLE 0
-const disp_keyset_offset_mask disp_keyset_offsets[DISP_NUM_FUNCTIONALITIES + 1] = {
-    {0, 0},
-    /* Dense */ {1, M_PER_BACKEND},
-    /* Quantized */ {1 + W_PER_BACKEND, M_PER_BACKEND},
-    /* Sparse */ {1 + 2 * W_PER_BACKEND, M_PER_BACKEND},
-    /* BackendSelect */ {1 + 3 * W_PER_BACKEND, M_SINGLE},
-    /* ADInplaceOrView */ {2 + 3 * W_PER_BACKEND, M_SINGLE},
-    /* AutogradOther */ {3 + 3 * W_PER_BACKEND, M_SINGLE},
-    /* AutogradFunctionality */ {4 + 3 * W_PER_BACKEND, M_PER_BACKEND},
-    /* AutocastCPU */ {4 + 4 * W_PER_BACKEND, M_SINGLE},
-    /* AutocastCUDA */ {5 + 4 * W_PER_BACKEND, M_SINGLE},
-    /* AutocastPrivateUse1 */ {6 + 4 * W_PER_BACKEND, M_SINGLE},
+/* Slot of each functionality's first runtime key (row 0: Undefined), and
+ * whether the backend index is added. Spelled out rather than computed so
+ * the hot path reads constant tables. */
+#define W DISP_NUM_BACKENDS
+const uint8_t disp_keyset_slot_base[DISP_NUM_FUNCTIONALITIES + 1] = {
+    0,
+    /* Dense */ 1, /* Quantized */ 1 + W, /* Sparse */ 1 + 2 * W,
+    /* BackendSelect */ 1 + 3 * W, /* ADInplaceOrView */ 2 + 3 * W, /* AutogradOther */ 3 + 3 * W,
+    /* AutogradFunctionality */ 4 + 3 * W,
+    /* AutocastCPU */ 4 + 4 * W, /* AutocastCUDA */ 5 + 4 * W, /* AutocastPrivateUse1 */ 6 + 4 * W,
 };
+const uint8_t disp_keyset_slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1] = {
+    0, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0, 0, 0,
+};
+/* Hidden twins for the library's own hot path: no GOT load to reach them. */
+const uint8_t disp__slot_base[DISP_NUM_FUNCTIONALITIES + 1] = {
+    0, 1, 1 + W, 1 + 2 * W, 1 + 3 * W, 2 + 3 * W, 3 + 3 * W, 4 + 3 * W, 4 + 4 * W, 5 + 4 * W, 6 + 4 * W,
+};
+const uint8_t disp__slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1] = {
+    0, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0, 0, 0,
+};
+#undef W
 _Static_assert(DISP_NUM_FUNCTIONALITIES == 10,
-               "disp_keyset_offsets spells out one row per functionality: update it");
+               "the slot tables spell out one row per functionality: update them");
 _Static_assert(6 + 4 * DISP_NUM_BACKENDS + 1 == DISP_NUM_RUNTIME_ENTRIES,
-               "table size and offsets disagree");
+               "table size and slot tables disagree");
 
 static int is_functionality(disp_key k) {
   return k >= DISP_KEY_DENSE && k <= (disp_key)DISP_NUM_FUNCTIONALITIES;
@@ -164,10 +166,10 @@ disp_key disp_key_for_backend(disp_key f, disp_backend b) {
 int disp_key_table_index(disp_key k) {
   if (k == DISP_KEY_UNDEFINED) return 0;
   if (is_functionality(k))
-    return func_is_per_backend[k] ? -1 : disp_keyset_offsets[k].offset;
+    return func_is_per_backend[k] ? -1 : disp_keyset_slot_base[k];
   if (is_per_backend(k)) {
     disp_key f = disp_key_functionality(k);
-    return disp_keyset_offsets[f].offset + disp_key_backend(k);
+    return disp_keyset_slot_base[f] + disp_key_backend(k);
   }
   return -1;
 }
@@ -175,7 +177,7 @@ int disp_key_table_index(disp_key k) {
 disp_key disp_key_for_table_index(int i) {
   if (i <= 0 || i >= DISP_NUM_RUNTIME_ENTRIES) return DISP_KEY_UNDEFINED;
   for (int f = DISP_NUM_FUNCTIONALITIES; f >= 1; f--) {
-    int off = disp_keyset_offsets[f].offset;
+    int off = disp_keyset_slot_base[f];
     if (i >= off) {
       if (!func_is_per_backend[f]) return (disp_key)f;
       return disp_key_for_backend((disp_key)f, (disp_backend)(i - off));
@@ -232,10 +234,9 @@ disp_key disp_keyset_highest_key(disp_keyset s) {
   if (!f) return DISP_KEY_UNDEFINED;
   disp_key func = (disp_key)(64 - __builtin_clzll(f));
   if (!func_is_per_backend[func]) return func;
-  int b = disp_keyset_backend_index(s);
   /* A per-backend functionality without a backend bit goes to the first
    * backend's slot, as PyTorch's table index does. */
-  return disp_key_for_backend(func, b == DISP_NUM_BACKENDS ? DISP_BACKEND_CPU : (disp_backend)b);
+  return disp_key_for_backend(func, (disp_backend)disp_keyset_backend_index(s));
 }
 
 size_t disp_keyset_to_keys(disp_keyset s, disp_key *out, size_t cap) {

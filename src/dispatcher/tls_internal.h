@@ -38,4 +38,17 @@ static inline disp_keyset disp__apply_tls(disp_keyset ks) {
   return ks;
 }
 
+/* Hidden copies of disp_keyset_slot_base / _per_backend (keyset.c). */
+extern const uint8_t disp__slot_base[DISP_NUM_FUNCTIONALITIES + 1];
+extern const uint8_t disp__slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1];
+
+/* disp_keyset_table_index over the hidden tables, given the backend index. */
+static inline int disp__table_index(disp_keyset s, int backend) {
+  int f = disp__highest_bit(((s.repr >> DISP_NUM_BACKENDS) << 1) | 1);
+  return disp__slot_base[f] + (backend & disp__slot_per_backend[f]);
+}
+
+/* The trace switch for the library's own code (disp_trace_enabled mirrors it). */
+extern int disp__trace_on;
+
 #endif

@@ -83,6 +83,9 @@ void disp__version_counter_release(disp_version_counter *vc); /* NULL ok */
 #define DISP__TENSOR_INLINE_DIMS 6
 
 struct disp_tensor {
+  /* First, by contract: disp_tensor_keys() in disp/tensor.h reads it inline
+   * (Note [The hot path]). */
+  disp_keyset keyset;
   atomic_size_t refs;
   disp_storage *storage;   /* owned reference; NULL for opaque tensors */
   int64_t storage_offset;  /* elements */
@@ -94,7 +97,6 @@ struct disp_tensor {
   disp_dtype dtype;
   disp_layout layout;
   disp_device device;
-  disp_keyset keyset;
   disp_version_counter *version; /* owned reference; NULL for inference tensors */
 
   /* Autograd slot: filled by the autograd module, destroyed with the tensor. */
