@@ -35,14 +35,17 @@ static const disp_op *g_op1, *g_op2, *g_op_boxed, *g_relu;
 static disp_tensor *g_a, *g_b, *g_pu;
 static disp_fn g_closure;
 
-/* The no-op kernels. noinline keeps the floor an actual call. */
+/* The no-op kernels return their input as a new reference, as the calling
+ * convention asks (PyTorch's return a Tensor by value: a refcount bump too);
+ * every case, the floor included, releases it. noinline keeps the floor an
+ * actual call. */
 __attribute__((noinline)) static disp_status noop1(disp_tensor *self, disp_tensor **out) {
-  *out = self;
+  *out = disp_tensor_retain(self);
   return DISP_OK;
 }
 __attribute__((noinline)) static disp_status noop2(disp_tensor *self, disp_tensor *other, disp_tensor **out) {
   (void)other;
-  *out = self;
+  *out = disp_tensor_retain(self);
   return DISP_OK;
 }
 static disp_status noop_boxed(const disp_op *op, disp_keyset ks, disp_stack *s, void *ud) {
@@ -101,20 +104,28 @@ static long run_case(const char *name, long iters) {
   disp_stack *stack = disp_stack_new();
   if (!strcmp(name, "floor")) {
     fn1 f = g_floor_fn;
-    for (long i = 0; i < iters; i++) bad += f(g_a, &out);
+    for (long i = 0; i < iters; i++) {
+      bad += f(g_a, &out);
+      disp_tensor_release(out);
+    }
   } else if (!strcmp(name, "unboxed_1")) {
     for (long i = 0; i < iters; i++) {
       DISP_CALL(st, g_op1, disp_tensor_keys(g_a), (disp_tensor *, disp_tensor **), g_a, &out);
       bad += st;
+      disp_tensor_release(out);
     }
   } else if (!strcmp(name, "unboxed_2")) {
     for (long i = 0; i < iters; i++) {
       DISP_CALL(st, g_op2, disp_keyset_or(disp_tensor_keys(g_a), disp_tensor_keys(g_b)),
                 (disp_tensor *, disp_tensor *, disp_tensor **), g_a, g_b, &out);
       bad += st;
+      disp_tensor_release(out);
     }
   } else if (!strcmp(name, "builtin_typed")) {
-    for (long i = 0; i < iters; i++) bad += disp_aten_relu(g_pu, &out);
+    for (long i = 0; i < iters; i++) {
+      bad += disp_aten_relu(g_pu, &out);
+      disp_tensor_release(out);
+    }
   } else if (!strcmp(name, "boxed_builtin")) {
     for (long i = 0; i < iters; i++) {
       disp_stack_push_tensor(stack, g_pu);
@@ -135,11 +146,15 @@ static long run_case(const char *name, long iters) {
     }
   } else if (!strcmp(name, "closure")) {
     fn1 f = (fn1)g_closure;
-    for (long i = 0; i < iters; i++) bad += f(g_a, &out);
+    for (long i = 0; i < iters; i++) {
+      bad += f(g_a, &out);
+      disp_tensor_release(out);
+    }
   } else {
     fprintf(stderr, "unknown case %s\n", name);
     bad = 1;
   }
+  if (bad) fprintf(stderr, "%s: %s\n", name, disp_last_error());
   g_sink = (long)(intptr_t)out;
   disp_stack_free(stack);
   return bad;
