@@ -60,7 +60,7 @@ static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
   /* Masking never changes the backend bits: one backend index serves both. */
   int backend = disp_keyset_backend_index(ks);
   if (mask) ks.repr &= t->non_fallthrough[backend].repr;
-  disp_dispatch d = {&t->slot[disp__table_index(ks, backend)]->slot, ks};
+  disp_dispatch d = {&t->grid[disp__grid_cell(ks, backend)]->slot, ks};
   return d;
 }
 

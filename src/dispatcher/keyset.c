@@ -90,13 +90,6 @@ const uint8_t disp_keyset_slot_base[DISP_NUM_FUNCTIONALITIES + 1] = {
 const uint8_t disp_keyset_slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1] = {
     0, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0, 0, 0,
 };
-/* Hidden twins for the library's own hot path: no GOT load to reach them. */
-const uint8_t disp__slot_base[DISP_NUM_FUNCTIONALITIES + 1] = {
-    0, 1, 1 + W, 1 + 2 * W, 1 + 3 * W, 2 + 3 * W, 3 + 3 * W, 4 + 3 * W, 4 + 4 * W, 5 + 4 * W, 6 + 4 * W,
-};
-const uint8_t disp__slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1] = {
-    0, 0xff, 0xff, 0xff, 0, 0, 0, 0xff, 0, 0, 0,
-};
 #undef W
 _Static_assert(DISP_NUM_FUNCTIONALITIES == 10,
                "the slot tables spell out one row per functionality: update them");

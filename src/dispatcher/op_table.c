@@ -141,6 +141,14 @@ static void compute_table(const disp_op *op, disp_op_table *t) {
   for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++)
     if (!t->slot[i] || (i == 0 && (t->slot[i]->flags & DISP_KERNEL_FALLTHROUGH)))
       t->slot[i] = disp__registry.missing;
+  for (int f = 0; f < DISP__GRID_ROWS; f++)
+    for (int b = 0; b < DISP__GRID_COLS; b++) {
+      disp_keyset ks = {0};
+      if (f) ks.repr = UINT64_C(1) << (DISP_NUM_BACKENDS + f - 1);
+      if (b < DISP_NUM_BACKENDS) ks.repr |= UINT64_C(1) << b;
+      t->grid[f * DISP__GRID_COLS + b] = b < DISP_NUM_BACKENDS ? t->slot[disp_keyset_table_index(ks)]
+                                                               : disp__registry.missing;
+    }
 }
 
 disp_status disp__op_update_table(disp_op *op) {
@@ -148,7 +156,7 @@ disp_status disp__op_update_table(disp_op *op) {
   if (!fresh) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory computing the table of %s", op->name);
   compute_table(op, fresh);
   disp_op_table *old = atomic_load_explicit(&op->table, memory_order_relaxed);
-  if (old && memcmp(old->slot, fresh->slot, sizeof fresh->slot) == 0 &&
+  if (old && memcmp(old->grid, fresh->grid, sizeof fresh->grid) == 0 &&
       memcmp(old->non_fallthrough, fresh->non_fallthrough, sizeof fresh->non_fallthrough) == 0) {
     free(fresh);
     return DISP_OK;

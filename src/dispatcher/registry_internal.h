@@ -24,6 +24,7 @@
 #include "disp/dispatcher.h"
 #include "disp/library.h"
 #include "signature_internal.h"
+#include "tls_internal.h"
 
 /* Where a computed table entry came from (PyTorch's provenance strings). */
 typedef enum disp_provenance {
@@ -72,6 +73,8 @@ typedef struct disp_kernel_node {
 /* An operator's computed, published table. */
 typedef struct disp_op_table {
   const disp_kernel_entry *slot[DISP_NUM_RUNTIME_ENTRIES];
+  /* The same kernels as the call path reads them (Note [The grid]). */
+  const disp_kernel_entry *grid[DISP__GRID_ROWS * DISP__GRID_COLS];
   /* Keys whose slot is not a fallthrough, per backend index of the call's key
    * set (index DISP_NUM_BACKENDS: no backend bit). PyTorch keeps one mask, or
    * one per backend when a per-backend key is a fallthrough for some backends

@@ -1,30 +1,31 @@
 /*
  * tls.c - the thread-local included/excluded key sets, grad and inference mode.
  *
- * Stored as "difference from the default" (PyTorch stores included XOR its
- * default), so zero-initialized thread-local storage means the defaults and
- * no per-thread initialization is needed.
+ * Every thread's copy starts from a static initializer holding PyTorch's
+ * defaults (the TLS image), so no per-thread initialization code runs.
  */
 #include "disp/guard.h"
 #include "tls_internal.h"
 
-_Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-exec")));
-
-static uint64_t default_included(void) { return DISP__DEFAULT_INCLUDED; }
-static uint64_t default_excluded(void) { return DISP__DEFAULT_EXCLUDED; }
+_Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-exec"))) = {
+    .included = DISP__DEFAULT_INCLUDED,
+    .keep = DISP_KEYSET_BACKEND_MASK | ~(uint64_t)DISP__DEFAULT_EXCLUDED,
+};
 
 disp_keyset disp_tls_included(void) {
-  disp_keyset s = {disp__tls.included_xor ^ default_included()};
+  disp_keyset s = {disp__tls.included};
   return s;
 }
 
+/* Backend bits are never excluded (keep always has them), so the excluded
+ * set reads back without them. */
 disp_keyset disp_tls_excluded(void) {
-  disp_keyset s = {disp__tls.excluded_xor ^ default_excluded()};
+  disp_keyset s = {~disp__tls.keep};
   return s;
 }
 
-static void set_included(disp_keyset s) { disp__tls.included_xor = s.repr ^ default_included(); }
-static void set_excluded(disp_keyset s) { disp__tls.excluded_xor = s.repr ^ default_excluded(); }
+static void set_included(disp_keyset s) { disp__tls.included = s.repr; }
+static void set_excluded(disp_keyset s) { disp__tls.keep = DISP_KEYSET_BACKEND_MASK | ~s.repr; }
 
 disp_tls_state disp_tls_get(void) {
   disp_tls_state st = {disp_tls_included(), disp_tls_excluded(), (unsigned char)!disp__tls.grad_disabled,

@@ -8,10 +8,12 @@
 
 #include "disp/keyset.h"
 
-/* XOR-with-default encoding: all zero means PyTorch's defaults. */
+/* Stored in the form the call path uses: `keep` is ~excluded with the
+ * backend bits always set, so a call does (ks | included) & keep. Every
+ * thread starts from the static initializer in tls.c (PyTorch's defaults). */
 typedef struct disp__tls_raw {
-  uint64_t included_xor;
-  uint64_t excluded_xor;
+  uint64_t included;
+  uint64_t keep;
   unsigned char grad_disabled;
   unsigned char inference_mode;
   int trace_depth; /* nesting level for DISP_SHOW_DISPATCH_TRACE */
@@ -32,20 +34,22 @@ extern _Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-e
 /* (ks | included) - excluded, PyTorch's computeDispatchKeySet before the
  * fallthrough mask; the backend bits are never excluded. */
 static inline disp_keyset disp__apply_tls(disp_keyset ks) {
-  uint64_t inc = disp__tls.included_xor ^ DISP__DEFAULT_INCLUDED;
-  uint64_t exc = disp__tls.excluded_xor ^ DISP__DEFAULT_EXCLUDED;
-  ks.repr = (ks.repr | inc) & (DISP_KEYSET_BACKEND_MASK | ~exc);
+  ks.repr = (ks.repr | disp__tls.included) & disp__tls.keep;
   return ks;
 }
 
-/* Hidden copies of disp_keyset_slot_base / _per_backend (keyset.c). */
-extern const uint8_t disp__slot_base[DISP_NUM_FUNCTIONALITIES + 1];
-extern const uint8_t disp__slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1];
+/* Note [The grid]: the call path looks kernels up in a grid with one row per
+ * functionality (row 0: Undefined) and one column per backend; a single
+ * functionality's row repeats its one kernel in every column. Then the cell
+ * of a key set is (highest functionality, highest backend), found with two
+ * bit scans and no table of offsets. */
+#define DISP__GRID_COLS 16
+#define DISP__GRID_ROWS (DISP_NUM_FUNCTIONALITIES + 1)
+_Static_assert(DISP_NUM_BACKENDS <= DISP__GRID_COLS, "a grid row holds every backend");
 
-/* disp_keyset_table_index over the hidden tables, given the backend index. */
-static inline int disp__table_index(disp_keyset s, int backend) {
+static inline int disp__grid_cell(disp_keyset s, int backend) {
   int f = disp__highest_bit(((s.repr >> DISP_NUM_BACKENDS) << 1) | 1);
-  return disp__slot_base[f] + (backend & disp__slot_per_backend[f]);
+  return f * DISP__GRID_COLS + backend;
 }
 
 /* The trace switch for the library's own code (disp_trace_enabled mirrors it). */
