@@ -48,8 +48,9 @@ typedef struct disp_dispatch {
 /*
  * disp_op_dispatch - the kernel a call runs, given the union of the key sets
  * of its tensor arguments: applies the thread-local sets and the operator's
- * fallthroughs. Lock-free. When the trace is on it prints "[call]" and the
- * caller must end with disp_trace_leave() (DISP_CALL does). Thread-safe.
+ * fallthroughs. Lock-free. When the trace is on it prints "[call]" and hands
+ * out a boxed wrapper around the kernel, which ends the trace's nesting
+ * level when it returns: run the result with DISP_INVOKE. Thread-safe.
  */
 DISP_API disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys);
 
@@ -143,7 +144,7 @@ DISP_API extern int disp_trace_enabled;
 
 /* disp_trace_set - turns the dispatch trace on or off for the process. */
 DISP_API void disp_trace_set(int on);
-/* Ends the trace nesting level a dispatch with the trace on opened. */
+/* Ends one nesting level of the trace (for kernels that trace by hand). */
 DISP_API void disp_trace_leave(void);
 
 /*
@@ -156,7 +157,6 @@ DISP_API void disp_trace_leave(void);
   do {                                                                  \
     disp_dispatch disp_d_ = disp_op_dispatch((op), (tensor_keys));      \
     (status) = DISP_INVOKE(disp_d_, (op), PARAMS, __VA_ARGS__);         \
-    if (disp_trace_enabled) disp_trace_leave();                        \
     if ((status) != DISP_OK) disp_error_add_op(op);                     \
   } while (0)
 
@@ -165,7 +165,6 @@ DISP_API void disp_trace_leave(void);
   do {                                                                  \
     disp_dispatch disp_d_ = disp_op_redispatch((op), (ks));             \
     (status) = DISP_INVOKE(disp_d_, (op), PARAMS, __VA_ARGS__);         \
-    if (disp_trace_enabled) disp_trace_leave();                        \
   } while (0)
 
 #ifdef __cplusplus

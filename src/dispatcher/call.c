@@ -64,15 +64,42 @@ static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
   return d;
 }
 
+/* Note [Tracing typed calls]
+ * A typed call (DISP_CALL) runs its kernel in the caller's code, so the
+ * dispatcher cannot close the trace's nesting level after it. Instead, while
+ * the trace is on, a typed dispatch hands out a boxed wrapper and keeps the
+ * chosen kernel in thread-local storage; the caller then packs its arguments
+ * for the wrapper (the slow path, fine for a debugging mode), which runs the
+ * kernel and closes the level. With the trace off the caller pays nothing. */
+static disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack);
+
+static disp_status traced_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
+  (void)ud;
+  disp_dispatch real = {disp__tls.traced_slot, ks};
+  disp__tls.traced_slot = NULL;
+  disp_status st = run_boxed(op, real, stack);
+  disp_trace_leave();
+  return st;
+}
+
+static const disp_kernel_slot traced_slot = {traced_kernel, NULL, 0, NULL};
+
+static disp_dispatch traced(const char *label, const disp_op *op, disp_dispatch d) {
+  trace_enter(label, op, d.ks);
+  disp__tls.traced_slot = d.kernel;
+  d.kernel = &traced_slot;
+  return d;
+}
+
 disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys) {
   disp_dispatch d = pick(op, apply_tls(tensor_keys), 1);
-  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[call]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) return traced("[call]", op, d);
   return d;
 }
 
 disp_dispatch disp_op_redispatch(const disp_op *op, disp_keyset ks) {
   disp_dispatch d = pick(op, ks, 0);
-  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[redispatch]", op, d.ks);
+  if (__builtin_expect(disp__trace_on, 0)) return traced("[redispatch]", op, d);
   return d;
 }
 

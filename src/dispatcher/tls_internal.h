@@ -17,6 +17,9 @@ typedef struct disp__tls_raw {
   unsigned char grad_disabled;
   unsigned char inference_mode;
   int trace_depth; /* nesting level for DISP_SHOW_DISPATCH_TRACE */
+  /* While tracing, the kernel a typed dispatch chose (call.c, Note [Tracing
+   * typed calls]). */
+  const void *traced_slot;
 } disp__tls_raw;
 
 /* initial-exec: one %fs-relative load instead of a __tls_get_addr call on
