@@ -18,6 +18,7 @@
 #include "disp/tensor.h"
 #include "error_internal.h"
 #include "registry_internal.h"
+#include "stack_internal.h"
 #include "schema_internal.h"
 #include "strbuf_internal.h"
 #include "tls_internal.h"
@@ -210,7 +211,7 @@ static disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *sta
 }
 
 static disp_status check_stack(const disp_op *op, const disp_signature *sig, disp_stack *stack) {
-  if (disp_stack_size(stack) < (size_t)sig->nargs)
+  if (stack->len < (size_t)sig->nargs)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s expects %d arguments on the stack, found %zu",
                       op->name, sig->nargs, disp_stack_size(stack));
   return DISP_OK;
@@ -226,10 +227,12 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
   const disp_signature *sig = signature_of(op, &st);
   if (!sig) return st;
   if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
-  size_t base = disp_stack_size(stack) - (size_t)sig->nargs;
+  size_t base = stack->len - (size_t)sig->nargs;
   disp_keyset keys = {0};
-  for (int i = 0; i < sig->nargs; i++)
-    if (sig->key_args & (UINT64_C(1) << i)) keys.repr |= disp__value_keys(disp_stack_at(stack, base + (size_t)i)).repr;
+  for (uint64_t m = sig->key_args; m; m &= m - 1) {
+    const disp_value *v = &stack->v[base + (size_t)__builtin_ctzll(m)];
+    keys.repr |= v->tag == DISP_VALUE_TENSOR ? disp_tensor_keys(v->u.tensor).repr : disp__value_keys(v).repr;
+  }
   disp_dispatch d = pick(op, apply_tls(keys), 1);
   if (__builtin_expect(disp__trace_on, 0)) trace_enter("[callBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);

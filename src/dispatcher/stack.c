@@ -8,10 +8,7 @@
 #include "disp/value.h"
 #include "error_internal.h"
 
-struct disp_stack {
-  disp_value *v;
-  size_t len, cap;
-};
+#include "stack_internal.h"
 
 const char *disp_value_tag_name(disp_value_tag tag) {
   switch (tag) {
@@ -48,7 +45,7 @@ void disp_value_clear(disp_value *v) {
     case DISP_VALUE_STORAGE: disp_storage_release(v->u.storage); break;
     default: break;
   }
-  memset(v, 0, sizeof *v);
+  v->tag = DISP_VALUE_NONE;
 }
 
 void disp_stack_clear(disp_stack *s) {
@@ -78,9 +75,7 @@ static disp_value *slot(disp_stack *s) {
     s->v = p;
     s->cap = cap;
   }
-  disp_value *v = &s->v[s->len];
-  memset(v, 0, sizeof *v);
-  return v;
+  return &s->v[s->len];
 }
 
 static disp_status oom(void) { return disp__fail(DISP_ERR_NO_MEMORY, "out of memory pushing onto a stack"); }
@@ -92,7 +87,7 @@ disp_status disp_stack_push_value_steal(disp_stack *s, disp_value *v) {
     return oom();
   }
   *d = *v;
-  memset(v, 0, sizeof *v);
+  v->tag = DISP_VALUE_NONE;
   s->len++;
   return DISP_OK;
 }
