@@ -123,6 +123,53 @@ DISP_API void disp_error_add_op(const disp_op *op);
 
 /* ---- the typed fast path ---------------------------------------------- */
 
+/*
+ * Note [The inline fast path]
+ * DISP_CALL dispatches inline, so a typed call costs a few loads, an OR, two
+ * ANDs, two bit scans and one indirect call. What it reads is part of the
+ * ABI and must never be touched by hand:
+ *   - the calling thread's included set and `keep` mask (~excluded, with
+ *     every backend bit set), kept by the guards of disp/guard.h;
+ *   - the operator's published table, whose address is the operator's first
+ *     member: a grid of kernels, one row per functionality (row 0:
+ *     Undefined) and one column per backend, and the per-backend masks of
+ *     the keys that are not fallthroughs.
+ */
+#define DISP_FAST_GRID_COLS 16
+typedef struct disp_fast_table {
+  const disp_kernel_slot *cell[(DISP_NUM_FUNCTIONALITIES + 1) * DISP_FAST_GRID_COLS];
+  disp_keyset non_fallthrough[DISP_FAST_GRID_COLS];
+} disp_fast_table;
+
+typedef struct disp_fast_tls {
+  uint64_t included;
+  uint64_t keep;
+} disp_fast_tls;
+
+/* The calling thread's sets (initial-exec: one %fs-relative load). */
+DISP_API extern _Thread_local disp_fast_tls disp_fast_tls_state __attribute__((tls_model("initial-exec")));
+
+/* Nonzero while the trace is on: DISP_SHOW_DISPATCH_TRACE at first use, or
+ * disp_trace_set(). Read it; change it only with disp_trace_set(). */
+DISP_API extern int disp_trace_enabled;
+
+/*
+ * disp_op_dispatch_inline - disp_op_dispatch, inline (Note [The inline fast
+ * path]); with the trace on it calls disp_op_dispatch, which prints.
+ */
+static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keyset tensor_keys) {
+  if (__builtin_expect(disp_trace_enabled, 0)) return disp_op_dispatch(op, tensor_keys);
+  uint64_t ks = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
+  const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
+  int b = disp__highest_bit(ks & DISP_KEYSET_BACKEND_MASK);
+  ks &= t->non_fallthrough[b].repr;
+  int f = disp__highest_bit(((ks >> DISP_NUM_BACKENDS) << 1) | 1);
+  disp_dispatch d;
+  d.kernel = t->cell[f * DISP_FAST_GRID_COLS + b];
+  d.ks.repr = ks;
+  return d;
+}
+
 #define DISP__UNPAREN(...) __VA_ARGS__
 
 /*
@@ -138,10 +185,6 @@ DISP_API void disp_error_add_op(const disp_op *op);
               : ((disp_status(*) PARAMS)(d).kernel->unboxed)(__VA_ARGS__))               \
        : disp_call_kernel((op), (d), __VA_ARGS__))
 
-/* Nonzero while the trace is on: DISP_SHOW_DISPATCH_TRACE at first use, or
- * disp_trace_set(). Read it; change it only with disp_trace_set(). */
-DISP_API extern int disp_trace_enabled;
-
 /* disp_trace_set - turns the dispatch trace on or off for the process. */
 DISP_API void disp_trace_set(int on);
 /* Ends one nesting level of the trace (for kernels that trace by hand). */
@@ -155,7 +198,7 @@ DISP_API void disp_trace_leave(void);
  */
 #define DISP_CALL(status, op, tensor_keys, PARAMS, ...)                 \
   do {                                                                  \
-    disp_dispatch disp_d_ = disp_op_dispatch((op), (tensor_keys));      \
+    disp_dispatch disp_d_ = disp_op_dispatch_inline((op), (tensor_keys)); \
     (status) = DISP_INVOKE(disp_d_, (op), PARAMS, __VA_ARGS__);         \
     if ((status) != DISP_OK) disp_error_add_op(op);                     \
   } while (0)

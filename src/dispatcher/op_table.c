@@ -14,6 +14,7 @@
  *   5. the backend fallback of the key ("backend fallback");
  *   6. nothing ("missing").
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,12 @@ const disp_kernel_entry *disp__op_compute_entry(const disp_op *op, disp_key key,
   return NULL;
 }
 
+_Static_assert(offsetof(disp_op_table, grid) == offsetof(disp_fast_table, cell) &&
+                   offsetof(disp_op_table, non_fallthrough) == offsetof(disp_fast_table, non_fallthrough) &&
+                   sizeof(((disp_op_table *)0)->grid) == sizeof(((disp_fast_table *)0)->cell),
+               "the published table must start with the layout of disp_fast_table");
+_Static_assert(offsetof(disp_kernel_entry, slot) == 0, "a kernel entry is a kernel slot");
+
 static void compute_table(const disp_op *op, disp_op_table *t) {
   memset(t, 0, sizeof *t);
   for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
@@ -123,7 +130,7 @@ static void compute_table(const disp_op *op, disp_op_table *t) {
   /* A fallthrough slot removes its key from the call's key set. For a
    * per-backend key only calls whose highest backend is that key's backend
    * are affected, hence one mask per backend index. */
-  for (int b = 0; b <= DISP_NUM_BACKENDS; b++) {
+  for (int b = 0; b < DISP__GRID_COLS; b++) {
     disp_keyset mask = disp_keyset_full();
     for (int i = 1; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
       const disp_kernel_entry *e = t->slot[i];

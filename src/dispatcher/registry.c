@@ -5,6 +5,7 @@
  * allocates everything it needs before its first change, so a failure leaves
  * the registry exactly as it was.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,9 @@
 #include "strbuf_internal.h"
 
 disp_registry disp__registry = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+_Static_assert(offsetof(struct disp_op, table) == 0,
+               "an operator handle must point at its table (Note [The inline fast path])");
 
 void disp__lock(void) {
   disp__ensure_init();

@@ -72,14 +72,15 @@ typedef struct disp_kernel_node {
 
 /* An operator's computed, published table. */
 typedef struct disp_op_table {
-  const disp_kernel_entry *slot[DISP_NUM_RUNTIME_ENTRIES];
-  /* The same kernels as the call path reads them (Note [The grid]). */
+  /* First, in the layout of disp_fast_table (Note [The inline fast path]):
+   * the kernels as the call path reads them (Note [The grid]), then the keys
+   * whose slot is not a fallthrough, per backend index of the call's key set.
+   * PyTorch keeps one mask, or one per backend when a per-backend key is a
+   * fallthrough for some backends only; always keeping them per backend
+   * costs one load. */
   const disp_kernel_entry *grid[DISP__GRID_ROWS * DISP__GRID_COLS];
-  /* Keys whose slot is not a fallthrough, per backend index of the call's key
-   * set (index DISP_NUM_BACKENDS: no backend bit). PyTorch keeps one mask, or
-   * one per backend when a per-backend key is a fallthrough for some backends
-   * only; always keeping them per backend costs one load. */
-  disp_keyset non_fallthrough[DISP_NUM_BACKENDS + 1];
+  disp_keyset non_fallthrough[DISP__GRID_COLS];
+  const disp_kernel_entry *slot[DISP_NUM_RUNTIME_ENTRIES];
   struct disp_op_table *retired_next;
 } disp_op_table;
 

@@ -7,25 +7,26 @@
 #include "disp/guard.h"
 #include "tls_internal.h"
 
-_Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-exec"))) = {
+_Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-exec")));
+_Thread_local disp_fast_tls disp_fast_tls_state __attribute__((tls_model("initial-exec"))) = {
     .included = DISP__DEFAULT_INCLUDED,
     .keep = DISP_KEYSET_BACKEND_MASK | ~(uint64_t)DISP__DEFAULT_EXCLUDED,
 };
 
 disp_keyset disp_tls_included(void) {
-  disp_keyset s = {disp__tls.included};
+  disp_keyset s = {disp_fast_tls_state.included};
   return s;
 }
 
 /* Backend bits are never excluded (keep always has them), so the excluded
  * set reads back without them. */
 disp_keyset disp_tls_excluded(void) {
-  disp_keyset s = {~disp__tls.keep};
+  disp_keyset s = {~disp_fast_tls_state.keep};
   return s;
 }
 
-static void set_included(disp_keyset s) { disp__tls.included = s.repr; }
-static void set_excluded(disp_keyset s) { disp__tls.keep = DISP_KEYSET_BACKEND_MASK | ~s.repr; }
+static void set_included(disp_keyset s) { disp_fast_tls_state.included = s.repr; }
+static void set_excluded(disp_keyset s) { disp_fast_tls_state.keep = DISP_KEYSET_BACKEND_MASK | ~s.repr; }
 
 disp_tls_state disp_tls_get(void) {
   disp_tls_state st = {disp_tls_included(), disp_tls_excluded(), (unsigned char)!disp__tls.grad_disabled,

@@ -12,8 +12,6 @@
  * backend bits always set, so a call does (ks | included) & keep. Every
  * thread starts from the static initializer in tls.c (PyTorch's defaults). */
 typedef struct disp__tls_raw {
-  uint64_t included;
-  uint64_t keep;
   unsigned char grad_disabled;
   unsigned char inference_mode;
   int trace_depth; /* nesting level for DISP_SHOW_DISPATCH_TRACE */
@@ -36,8 +34,12 @@ extern _Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-e
 
 /* (ks | included) - excluded, PyTorch's computeDispatchKeySet before the
  * fallthrough mask; the backend bits are never excluded. */
+#include "disp/call.h"
+
+/* The sets themselves live in the exported disp_fast_tls_state, which the
+ * inline fast path of disp/call.h reads too. */
 static inline disp_keyset disp__apply_tls(disp_keyset ks) {
-  ks.repr = (ks.repr | disp__tls.included) & disp__tls.keep;
+  ks.repr = (ks.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
   return ks;
 }
 
