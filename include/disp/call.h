@@ -161,11 +161,14 @@ static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keys
   if (__builtin_expect(disp_trace_enabled, 0)) return disp_op_dispatch(op, tensor_keys);
   uint64_t ks = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
   const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
-  int b = disp__highest_bit(ks & DISP_KEYSET_BACKEND_MASK);
+  /* 64-bit indices throughout: no sign extensions on the path. */
+  uint64_t b = (uint64_t)(__builtin_clzll((ks & DISP_KEYSET_BACKEND_MASK) | 1) ^ 63);
   ks &= t->non_fallthrough[b].repr;
-  int f = disp__highest_bit(((ks >> DISP_NUM_BACKENDS) << 1) | 1);
+  /* The row: the highest functionality bit, with a sentinel at the highest
+   * backend bit so that "no functionality" reads as row 0 (Undefined). */
+  uint64_t top = (uint64_t)(__builtin_clzll(ks | (UINT64_C(1) << (DISP_NUM_BACKENDS - 1))) ^ 63);
   disp_dispatch d;
-  d.kernel = t->cell[f * DISP_FAST_GRID_COLS + b];
+  d.kernel = t->cell[(top - (DISP_NUM_BACKENDS - 1)) * DISP_FAST_GRID_COLS + b];
   d.ks.repr = ks;
   return d;
 }
