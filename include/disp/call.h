@@ -155,10 +155,10 @@ DISP_API extern int disp_trace_enabled;
 
 /*
  * disp_op_dispatch_inline - disp_op_dispatch, inline (Note [The inline fast
- * path]); with the trace on it calls disp_op_dispatch, which prints.
+ * path]). With the trace on, every cell holds a tracing kernel that prints
+ * and runs the real one, so there is no flag to test here.
  */
 static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keyset tensor_keys) {
-  if (__builtin_expect(disp_trace_enabled, 0)) return disp_op_dispatch(op, tensor_keys);
   uint64_t ks = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
   const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
   /* 64-bit indices throughout: no sign extensions on the path. */

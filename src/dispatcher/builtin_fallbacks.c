@@ -25,6 +25,9 @@ disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, dis
 disp_status disp__missing_kernel_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
                                        void *user_data);
 
+/* The kernel every cell of a traced twin holds (call.c). */
+disp_status disp__traced_call_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack, void *user_data);
+
 static disp_status ambiguous_autogradother(const disp_op *op, disp_keyset ks, disp_stack *stack,
                                            void *user_data) {
   (void)ks, (void)stack, (void)user_data;
@@ -75,6 +78,12 @@ disp_status disp__install_builtin_fallbacks(void) {
     disp__registry.missing = disp__kernel_entry_new(&missing, missing.debug, &st);
     if (!disp__registry.missing) return st;
     disp__registry.missing->flags |= DISP_ENTRY_MISSING;
+  }
+  if (!disp__registry.traced) {
+    disp_kernel traced = disp_kernel_boxed(disp__traced_call_boxed, NULL, NULL);
+    traced.debug = "trace";
+    disp__registry.traced = disp__kernel_entry_new(&traced, traced.debug, &st);
+    if (!disp__registry.traced) return st;
   }
   if (!disp__registry.ambiguous) {
     disp_kernel amb = disp_kernel_boxed(ambiguous_autogradother, NULL, NULL);

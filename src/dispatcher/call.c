@@ -48,7 +48,12 @@ static void trace_enter(const char *label, const disp_op *op, disp_keyset ks) {
   disp__tls.trace_depth++;
 }
 
-void disp_trace_set(int on) { disp_trace_enabled = disp__trace_on = on != 0; }
+void disp_trace_set(int on) {
+  disp__lock();
+  disp_trace_enabled = disp__trace_on = on != 0;
+  disp__ops_update_all(); /* publish or drop the traced twins */
+  disp__unlock();
+}
 
 void disp_trace_leave(void) {
   if (disp__tls.trace_depth > 0) disp__tls.trace_depth--;
@@ -57,7 +62,7 @@ void disp_trace_leave(void) {
 /* ---- dispatch (Note [The hot path]) ------------------------------------ */
 
 static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
-  const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->table, memory_order_acquire);
+  const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->real, memory_order_acquire);
   /* Masking never changes the backend bits: one backend index serves both. */
   int backend = disp_keyset_backend_index(ks);
   if (mask) ks.repr &= t->non_fallthrough[backend].repr;
@@ -66,12 +71,15 @@ static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
 }
 
 /* Note [Tracing typed calls]
- * A typed call (DISP_CALL) runs its kernel in the caller's code, so the
- * dispatcher cannot close the trace's nesting level after it. Instead, while
- * the trace is on, a typed dispatch hands out a boxed wrapper and keeps the
- * chosen kernel in thread-local storage; the caller then packs its arguments
- * for the wrapper (the slow path, fine for a debugging mode), which runs the
- * kernel and closes the level. With the trace off the caller pays nothing. */
+ * A typed call (DISP_CALL) finds and runs its kernel in the caller's code,
+ * so the dispatcher can neither print nor close the trace's nesting level
+ * around it. While the trace is on, every operator publishes for typed calls
+ * a twin of its table whose every cell is one tracing kernel (op_table.c);
+ * the caller packs its arguments for it (the slow path, fine for a
+ * debugging mode) and it prints, runs the real kernel and closes the level.
+ * disp_op_dispatch/redispatch, which the caller may run with DISP_INVOKE,
+ * do the same with a wrapper and the chosen kernel kept in thread-local
+ * storage. With the trace off the caller pays nothing. */
 static disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack);
 
 static disp_status traced_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
@@ -84,6 +92,18 @@ static disp_status traced_kernel(const disp_op *op, disp_keyset ks, disp_stack *
 }
 
 static const disp_kernel_slot traced_slot = {traced_kernel, NULL, 0, NULL};
+
+/* The kernel in every cell of a traced twin (op_table.c): the inline path
+ * found the cell with the real masks, so `ks` is the call's final set. */
+disp_status disp__traced_call_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud);
+disp_status disp__traced_call_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
+  (void)ud;
+  disp_dispatch real = pick(op, ks, 0);
+  trace_enter("[call]", op, real.ks);
+  disp_status st = run_boxed(op, real, stack);
+  disp_trace_leave();
+  return st;
+}
 
 static disp_dispatch traced(const char *label, const disp_op *op, disp_dispatch d) {
   trace_enter(label, op, d.ks);
@@ -118,7 +138,7 @@ void disp_error_add_op(const disp_op *op) {
 
 /* The keys whose slot holds a kernel, as PyTorch's listAllDispatchKeys. */
 static void list_keys(const disp_op *op, disp_strbuf *b) {
-  const disp_op_table *t = atomic_load(&((disp_op *)op)->table);
+  const disp_op_table *t = atomic_load(&((disp_op *)op)->real);
   int first = 1;
   disp__strbuf_append(b, "[");
   for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {

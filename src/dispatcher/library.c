@@ -339,7 +339,9 @@ static void free_op(disp_op *op) {
     op->retired_tables = t->retired_next;
     free(t);
   }
-  free(atomic_load(&op->table));
+  disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
+  if (typed != real) free(typed);
+  free(real);
   if (op->closure) ffi_closure_free(op->closure);
   free(op->name);
   free(op);
@@ -405,6 +407,8 @@ void disp_shutdown(void) {
   disp__registry.ambiguous = NULL;
   disp__kernel_entry_free(disp__registry.missing);
   disp__registry.missing = NULL;
+  disp__kernel_entry_free(disp__registry.traced);
+  disp__registry.traced = NULL;
   disp__registry.initialized = 0;
   g_generation++;
   pthread_mutex_unlock(&disp__registry.lock);

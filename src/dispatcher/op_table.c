@@ -158,22 +158,51 @@ static void compute_table(const disp_op *op, disp_op_table *t) {
     }
 }
 
+static void retire(disp_op *op, disp_op_table *t) {
+  if (!t) return;
+  t->retired_next = op->retired_tables;
+  op->retired_tables = t;
+}
+
+/* Publishes what typed calls read (Note [Tracing typed calls]): the real
+ * table, or while the trace is on a twin whose every cell is the tracing
+ * kernel (same fallthrough masks), so the inline path never tests a flag. */
+static disp_status publish_typed(disp_op *op) {
+  disp_op_table *real = atomic_load_explicit(&op->real, memory_order_relaxed);
+  disp_op_table *cur = atomic_load_explicit(&op->table, memory_order_relaxed);
+  disp_op_table *want = real;
+  if (disp__trace_on) {
+    if (cur != real && cur && memcmp(cur->non_fallthrough, real->non_fallthrough, sizeof real->non_fallthrough) == 0)
+      return DISP_OK; /* the traced twin is current */
+    want = malloc(sizeof *want);
+    if (!want) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory tracing %s", op->name);
+    memcpy(want, real, sizeof *want);
+    for (int i = 0; i < DISP__GRID_ROWS * DISP__GRID_COLS; i++) want->grid[i] = disp__registry.traced;
+  }
+  if (want == cur) return DISP_OK;
+  atomic_store_explicit(&op->table, want, memory_order_release);
+  if (cur != real) retire(op, cur); /* a traced twin; the real one is retired by its replacement */
+  return DISP_OK;
+}
+
 disp_status disp__op_update_table(disp_op *op) {
   disp_op_table *fresh = malloc(sizeof *fresh);
   if (!fresh) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory computing the table of %s", op->name);
   compute_table(op, fresh);
-  disp_op_table *old = atomic_load_explicit(&op->table, memory_order_relaxed);
+  disp_op_table *old = atomic_load_explicit(&op->real, memory_order_relaxed);
   if (old && memcmp(old->grid, fresh->grid, sizeof fresh->grid) == 0 &&
       memcmp(old->non_fallthrough, fresh->non_fallthrough, sizeof fresh->non_fallthrough) == 0) {
     free(fresh);
-    return DISP_OK;
+    return publish_typed(op);
   }
-  atomic_store_explicit(&op->table, fresh, memory_order_release);
-  if (old) {
-    old->retired_next = op->retired_tables;
-    op->retired_tables = old;
+  disp_op_table *typed = atomic_load_explicit(&op->table, memory_order_relaxed);
+  atomic_store_explicit(&op->real, fresh, memory_order_release);
+  if (typed == old) {
+    /* Typed calls read the old real table: move them over first. */
+    atomic_store_explicit(&op->table, fresh, memory_order_release);
   }
-  return DISP_OK;
+  retire(op, old);
+  return publish_typed(op);
 }
 
 disp_status disp__ops_update_all(void) {

@@ -94,13 +94,18 @@ disp_status disp__op_get_or_create(const char *name, disp_op **out) {
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating operator %s", name);
   }
   if (disp__op_update_table(op) != DISP_OK) {
+    disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
+    if (typed != real) free(typed);
+    free(real);
     free(op->name);
     free(op);
     return DISP_ERR_NO_MEMORY;
   }
   HASH_ADD_KEYPTR(hh, disp__registry.ops, op->name, strlen(op->name), op);
   if (disp__op_lookup(name) != op) { /* uthash ran out of memory */
-    free(atomic_load(&op->table));
+    disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
+    if (typed != real) free(typed);
+    free(real);
     free(op->name);
     free(op);
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating operator %s", name);

@@ -85,7 +85,10 @@ typedef struct disp_op_table {
 } disp_op_table;
 
 struct disp_op {
-  _Atomic(disp_op_table *) table; /* first: the hot path loads it */
+  /* First: what typed calls read inline (Note [The inline fast path]); the
+   * real table, or its traced twin while the trace is on. */
+  _Atomic(disp_op_table *) table;
+  _Atomic(disp_op_table *) real;  /* the computed table */
   char *name;                     /* "ns::name.overload": the hash key */
   _Atomic(disp_schema *) schema; /* NULL until def; read without the lock */
   _Atomic(disp_signature *) sig;  /* the C calling convention, set with the schema */
@@ -147,6 +150,7 @@ typedef struct disp_registry {
   disp_kernel_entry *retired_entries;
   disp_kernel_entry *ambiguous;      /* the shared ambiguous-AutogradOther kernel */
   disp_kernel_entry *missing;        /* the shared error kernel of empty slots */
+  disp_kernel_entry *traced;         /* the tracing kernel of traced twins (call.c) */
   struct disp_retired_schema *retired_schemas; /* removed defs' schemas */
   int initialized;
 } disp_registry;
