@@ -80,7 +80,7 @@ static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
  * disp_op_dispatch/redispatch, which the caller may run with DISP_INVOKE,
  * do the same with a wrapper and the chosen kernel kept in thread-local
  * storage. With the trace off the caller pays nothing. */
-static disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack);
+static inline disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack);
 
 static disp_status traced_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
   (void)ud;
@@ -223,7 +223,7 @@ static disp_status boxed_via_unboxed(const disp_op *op, const disp_kernel_slot *
 
 typedef disp_status (*boxed_adapter)(disp_fn fn, int with_ks, disp_keyset ks, disp_stack *stack);
 
-static disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
+static inline disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
   if (d.kernel->boxed) return d.kernel->boxed(op, d.ks, stack, d.kernel->user_data);
   boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
   if (adapt) return adapt(d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
