@@ -48,9 +48,15 @@ void disp_value_clear(disp_value *v) {
   v->tag = DISP_VALUE_NONE;
 }
 
+/* Values that own nothing need no work; tensors are the common case. */
+static inline void release_value(disp_value *v) {
+  if (v->tag == DISP_VALUE_TENSOR) disp_tensor_release(v->u.tensor);
+  else if (v->tag > DISP_VALUE_BOOL) disp_value_clear(v);
+}
+
 void disp_stack_clear(disp_stack *s) {
   if (!s) return;
-  while (s->len) disp_value_clear(&s->v[--s->len]);
+  while (s->len) release_value(&s->v[--s->len]);
 }
 
 void disp_stack_free(disp_stack *s) {
@@ -107,6 +113,12 @@ disp_status disp_stack_push_tensor_steal(disp_stack *s, disp_tensor *t) {
 }
 
 disp_status disp_stack_push_tensor(disp_stack *s, disp_tensor *t) {
+  if (t && s->len < s->cap) { /* the common case, without the general path */
+    disp_value *v = &s->v[s->len++];
+    v->tag = DISP_VALUE_TENSOR;
+    v->u.tensor = disp_tensor_retain(t);
+    return DISP_OK;
+  }
   return disp_stack_push_tensor_steal(s, t ? disp_tensor_retain(t) : NULL);
 }
 
@@ -221,7 +233,7 @@ disp_status disp_stack_pop(disp_stack *s, disp_value *out) {
 }
 
 void disp_stack_drop(disp_stack *s, size_t n) {
-  while (n-- && s->len) disp_value_clear(&s->v[--s->len]);
+  while (n-- && s->len) release_value(&s->v[--s->len]);
 }
 
 disp_status disp_stack_pop_tensor(disp_stack *s, disp_tensor **out) {
