@@ -285,7 +285,7 @@ int main(int argc, char **argv) {
     fprintf(c, ");\n  return st;\n}\n\n");
     /* boxed adapter: arguments viewed in place on the stack, tensors
      * without a function call, returns written where the arguments were. */
-    fprintf(c, "static disp_status adapt_%s(disp_fn fn, int with_ks, disp_keyset ks, disp_stack *stack) {\n"
+    fprintf(c, "static disp_status adapt_%s(const disp_op *op, disp_fn fn, int with_ks, disp_keyset ks, disp_stack *stack) {\n"
                "  disp_value *av = disp__stack_top(stack, %d);\n"
                "  disp_cvalue a[%d + 1], r[%d + 1];\n  disp_status st = DISP_OK;\n", id, sig->nargs, sig->nargs, sig->nrets);
     for (int i = 0; i < sig->nargs; i++) {
@@ -315,9 +315,10 @@ int main(int argc, char **argv) {
     }
     fprintf(c, "  stack->len -= %d;\n", sig->nargs);
     if (sig->nrets == 1 && sig->rets[0] == DISP_CT_TENSOR)
-      fprintf(c, "  if (st != DISP_OK) {\n    disp_tensor_release(r[0].tensor);\n    return st;\n  }\n"
+      fprintf(c, "  if (st != DISP_OK) {\n    disp_tensor_release(r[0].tensor);\n    disp_error_add_op(op);\n    return st;\n  }\n"
                  "  return disp__stack_push_tensor_fast(stack, r[0].tensor);\n}\n\n");
     else {
+      fprintf(c, "  if (st != DISP_OK) disp_error_add_op(op);\n");
       fprintf(c, "  return disp__push_returns(stack, st, r, (const disp_ctype[]){");
       for (int i = 0; i < sig->nrets; i++) fprintf(c, "%s(disp_ctype)%d", i ? ", " : "", (int)sig->rets[i]);
       fprintf(c, "%s}, %d);\n}\n\n", sig->nrets ? "" : "0", sig->nrets);

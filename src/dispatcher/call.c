@@ -221,12 +221,13 @@ static disp_status boxed_via_unboxed(const disp_op *op, const disp_kernel_slot *
   return st;
 }
 
-typedef disp_status (*boxed_adapter)(disp_fn fn, int with_ks, disp_keyset ks, disp_stack *stack);
+typedef disp_status (*boxed_adapter)(const disp_op *op, disp_fn fn, int with_ks, disp_keyset ks,
+                                     disp_stack *stack);
 
 static inline disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
   if (d.kernel->boxed) return d.kernel->boxed(op, d.ks, stack, d.kernel->user_data);
   boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
-  if (adapt) return adapt(d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
+  if (adapt) return adapt(op, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
   return boxed_via_unboxed(op, d.kernel, d.ks, stack);
 }
 
@@ -254,6 +255,12 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
     keys.repr |= v->tag == DISP_VALUE_TENSOR ? disp_tensor_keys(v->u.tensor).repr : disp__value_keys(v).repr;
   }
   disp_dispatch d = pick(op, apply_tls(keys), 1);
+  /* A built-in operator's unboxed kernel: its generated adapter does all
+   * that is left (error message included), as a tail call. */
+  if (__builtin_expect(!disp__trace_on && !d.kernel->boxed, 1)) {
+    boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
+    if (adapt) return adapt(op, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
+  }
   if (__builtin_expect(disp__trace_on, 0)) trace_enter("[callBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
   if (disp__trace_on) disp_trace_leave();

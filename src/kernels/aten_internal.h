@@ -23,8 +23,10 @@ static inline disp_keyset disp__tensor_list_keys(disp_tensor_list l) {
 }
 
 /* A boxed adapter: runs unboxed function `fn` (of the operator's exact C
- * type) on the arguments on top of the stack, replacing them by the returns. */
-typedef disp_status (*disp_boxed_adapter)(disp_fn fn, int with_ks, disp_keyset ks, disp_stack *stack);
+ * type) on the arguments on top of the stack, replacing them by the returns;
+ * on error the arguments are gone and the message names `op`. */
+typedef disp_status (*disp_boxed_adapter)(const disp_op *op, disp_fn fn, int with_ks, disp_keyset ks,
+                                          disp_stack *stack);
 
 /* disp_library_def for built-in operators: also records the generated
  * adapter, so boxed calls of their unboxed kernels never need libffi. */
