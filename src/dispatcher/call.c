@@ -243,24 +243,17 @@ static void cleanup_after_error(disp_stack *stack, size_t base) {
   if (disp_stack_size(stack) > base) disp_stack_drop(stack, disp_stack_size(stack) - base);
 }
 
-disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
+/* Everything of a boxed call but its fast case (below). */
+static __attribute__((noinline)) disp_status call_boxed_slow(const disp_op *op, disp_stack *stack) {
   disp_status st;
   const disp_signature *sig = signature_of(op, &st);
   if (!sig) return st;
   if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
   size_t base = stack->len - (size_t)sig->nargs;
   disp_keyset keys = {0};
-  for (uint64_t m = sig->key_args; m; m &= m - 1) {
-    const disp_value *v = &stack->v[base + (size_t)__builtin_ctzll(m)];
-    keys.repr |= v->tag == DISP_VALUE_TENSOR ? disp_tensor_keys(v->u.tensor).repr : disp__value_keys(v).repr;
-  }
+  for (uint64_t m = sig->key_args; m; m &= m - 1)
+    keys.repr |= disp__value_keys(&stack->v[base + (size_t)__builtin_ctzll(m)]).repr;
   disp_dispatch d = pick(op, apply_tls(keys), 1);
-  /* A built-in operator's unboxed kernel: its generated adapter does all
-   * that is left (error message included), as a tail call. */
-  if (__builtin_expect(!disp__trace_on && !d.kernel->boxed, 1)) {
-    boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
-    if (adapt) return adapt(op, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
-  }
   if (__builtin_expect(disp__trace_on, 0)) trace_enter("[callBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
   if (disp__trace_on) disp_trace_leave();
@@ -269,6 +262,37 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
     disp_error_add_op(op);
   }
   return st;
+}
+
+/* The end of a boxed call whose kernel the fast case found. */
+static __attribute__((noinline)) disp_status call_boxed_finish(const disp_op *op, disp_dispatch d,
+                                                               disp_stack *stack, size_t base) {
+  disp_status st = run_boxed(op, d, stack);
+  if (st != DISP_OK) {
+    cleanup_after_error(stack, base);
+    disp_error_add_op(op);
+  }
+  return st;
+}
+
+/* The fast case makes no call but a tail call, so it saves no registers:
+ * plain tensor arguments, no trace, and a built-in operator's unboxed
+ * kernel, whose generated adapter does the rest (error message included). */
+disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
+  const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
+  if (!sig || stack->len < (size_t)sig->nargs || disp__trace_on) return call_boxed_slow(op, stack);
+  const disp_value *args = stack->v + stack->len - (size_t)sig->nargs;
+  disp_keyset keys = {0};
+  for (uint64_t m = sig->key_args; m; m &= m - 1) {
+    const disp_value *v = &args[__builtin_ctzll(m)];
+    if (v->tag == DISP_VALUE_TENSOR) keys.repr |= disp_tensor_keys(v->u.tensor).repr;
+    else if (v->tag != DISP_VALUE_NONE) return call_boxed_slow(op, stack); /* lists */
+  }
+  disp_dispatch d = pick(op, apply_tls(keys), 1);
+  boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
+  if (__builtin_expect(!d.kernel->boxed && adapt != NULL, 1))
+    return adapt(op, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
+  return call_boxed_finish(op, d, stack, stack->len - (size_t)sig->nargs);
 }
 
 disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack) {
