@@ -294,7 +294,10 @@ int main(int argc, char **argv) {
       fprintf(c, "  if ((st = disp__cvalue_unbox((disp_ctype)%d, &av[%d], &a[%d])) != DISP_OK) goto fail;\n",
               (int)sig->args[i], i, i);
     }
-    for (int i = 0; i < sig->nrets; i++) fprintf(c, "  memset(&r[%d], 0, sizeof r[%d]);\n", i, i);
+    for (int i = 0; i < sig->nrets; i++) {
+      if (sig->rets[i] == DISP_CT_TENSOR) fprintf(c, "  r[%d].tensor = NULL;\n", i);
+      else fprintf(c, "  memset(&r[%d], 0, sizeof r[%d]);\n", i, i);
+    }
     fprintf(c, "  st = with_ks ? ((disp_status (*)(");
     params(c, s, sig, 0, 1);
     fprintf(c, "))fn)(ks");
@@ -307,6 +310,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < sig->nargs; i++) fprintf(c, "%sa[%d].%s", first ? "" : ", ", i, field(sig->args[i])), first = 0;
     for (int i = 0; i < sig->nrets; i++) fprintf(c, "%s&r[%d].%s", first ? "" : ", ", i, field(sig->rets[i])), first = 0;
     fprintf(c, ");\n");
+    /* Re-derive av: fewer values live across the kernel call. */
+    fprintf(c, "  av = disp__stack_top(stack, %d);\n", sig->nargs);
     fprintf(c, "fail:\n");
     for (int i = 0; i < sig->nargs; i++) {
       if (sig->args[i] == DISP_CT_TENSOR)
