@@ -315,7 +315,7 @@ int main(int argc, char **argv) {
     fprintf(c, "fail:\n");
     for (int i = 0; i < sig->nargs; i++) {
       if (sig->args[i] == DISP_CT_TENSOR)
-        fprintf(c, "  if (av[%d].tag == DISP_VALUE_TENSOR) disp_tensor_release(av[%d].u.tensor);\n  else", i, i);
+        fprintf(c, "  if (av[%d].tag == DISP_VALUE_TENSOR) disp__tensor_release_fast(av[%d].u.tensor);\n  else", i, i);
       fprintf(c, "  disp_value_clear(&av[%d]);\n", i);
     }
     fprintf(c, "  stack->len -= %d;\n", sig->nargs);

@@ -9,6 +9,7 @@
 #include "error_internal.h"
 
 #include "stack_internal.h"
+#include "tensor/refcount_internal.h"
 
 const char *disp_value_tag_name(disp_value_tag tag) {
   switch (tag) {
@@ -50,7 +51,7 @@ void disp_value_clear(disp_value *v) {
 
 /* Values that own nothing need no work; tensors are the common case. */
 static inline void release_value(disp_value *v) {
-  if (v->tag == DISP_VALUE_TENSOR) disp_tensor_release(v->u.tensor);
+  if (v->tag == DISP_VALUE_TENSOR) disp__tensor_release_fast(v->u.tensor);
   else if (v->tag > DISP_VALUE_BOOL) disp_value_clear(v);
 }
 
@@ -116,7 +117,8 @@ disp_status disp_stack_push_tensor(disp_stack *s, disp_tensor *t) {
   if (t && s->len < s->cap) { /* the common case, without the general path */
     disp_value *v = &s->v[s->len++];
     v->tag = DISP_VALUE_TENSOR;
-    v->u.tensor = disp_tensor_retain(t);
+    v->u.tensor = t;
+    disp__tensor_retain_fast(t);
     return DISP_OK;
   }
   return disp_stack_push_tensor_steal(s, t ? disp_tensor_retain(t) : NULL);

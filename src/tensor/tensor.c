@@ -412,6 +412,11 @@ void disp_tensor_release(disp_tensor *t) {
   tensor_free(t);
 }
 
+void disp__tensor_free_last(disp_tensor *t) {
+  atomic_thread_fence(memory_order_acquire);
+  tensor_free(t);
+}
+
 size_t disp_tensor_refcount(const disp_tensor *t) {
   return atomic_load_explicit(&t->refs, memory_order_relaxed);
 }

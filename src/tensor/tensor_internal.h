@@ -79,12 +79,14 @@ void disp__version_counter_release(disp_version_counter *vc); /* NULL ok */
 
 /* ---- tensor ------------------------------------------------------------ */
 
+#include "refcount_internal.h"
+
 /* Dims stored inside the tensor; more go to one heap block (sizes|strides). */
 #define DISP__TENSOR_INLINE_DIMS 6
 
 struct disp_tensor {
-  /* First, by contract: disp_tensor_keys() in disp/tensor.h reads it inline
-   * (Note [The hot path]). */
+  /* First, by contract: disp_tensor_keys() in disp/tensor.h reads the key
+   * set inline (Note [The hot path]), refcount_internal.h the count. */
   disp_keyset keyset;
   atomic_size_t refs;
   disp_storage *storage;   /* owned reference; NULL for opaque tensors */
@@ -154,3 +156,6 @@ void *disp__tensor_autograd_meta(const disp_tensor *t);
 void disp__tensor_set_autograd_meta(disp_tensor *t, void *meta, void (*destroy)(void *meta));
 
 #endif /* DISP_TENSOR_INTERNAL_H */
+
+_Static_assert(offsetof(struct disp_tensor, refs) == offsetof(disp__tensor_head, refs),
+               "refcount_internal.h reads the count at this offset");
