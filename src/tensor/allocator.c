@@ -11,29 +11,41 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "error_internal.h"
+#include "objcache.h"
 #include "tensor_internal.h"
 
 /* 64 bytes: a cache line and the widest SIMD load, as PyTorch's alloc_cpu. */
 #define CPU_ALIGNMENT 64
 
+/* Aligned by hand over plain malloc: posix_memalign and calloc bypass
+ * glibc's per-thread cache, and small tensors come and go at every op. The
+ * block's start is kept just below the aligned pointer. */
 static void *cpu_allocate(size_t nbytes, disp_device device, void *ctx) {
   (void)device;
   (void)ctx;
   /* Zero bytes: no memory, as PyTorch's alloc_cpu returns nullptr. */
   if (nbytes == 0) return NULL;
-  void *p = NULL;
-  if (posix_memalign(&p, CPU_ALIGNMENT, nbytes) != 0) return NULL;
-  return p;
+  if (nbytes > SIZE_MAX - CPU_ALIGNMENT - sizeof(void *)) return NULL;
+  /* Small blocks come from the thread's cache, all of one size. */
+  size_t total = nbytes <= DISP__SMALL_DATA ? DISP__SMALL_DATA + CPU_ALIGNMENT + sizeof(void *)
+                                            : nbytes + CPU_ALIGNMENT + sizeof(void *);
+  char *raw = nbytes <= DISP__SMALL_DATA ? disp__cache_get(DISP__CACHE_SMALL_DATA, total) : malloc(total);
+  if (!raw) return NULL;
+  uintptr_t aligned = ((uintptr_t)raw + sizeof(void *) + CPU_ALIGNMENT - 1) & ~(uintptr_t)(CPU_ALIGNMENT - 1);
+  ((void **)aligned)[-1] = raw;
+  return (void *)aligned;
 }
 
 static void cpu_deallocate(void *ptr, size_t nbytes, disp_device device, void *ctx) {
-  (void)nbytes;
   (void)device;
   (void)ctx;
-  free(ptr);
+  if (!ptr) return;
+  if (nbytes <= DISP__SMALL_DATA) disp__cache_put(DISP__CACHE_SMALL_DATA, ((void **)ptr)[-1]);
+  else free(((void **)ptr)[-1]);
 }
 
 /* Meta tensors carry shapes only: the storage remembers nbytes, data is NULL. */

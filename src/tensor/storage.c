@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "error_internal.h"
+#include "objcache.h"
 #include "tensor_internal.h"
 
 static disp_status oom(size_t nbytes, disp_device dev) {
@@ -31,7 +32,10 @@ static int alloc_failed(const void *data, size_t nbytes, disp_device dev) {
 }
 
 static disp_storage *storage_struct(size_t nbytes, disp_device dev) {
-  disp_storage *st = calloc(1, sizeof *st);
+  /* Not calloc: see tensor_alloc in tensor.c. */
+  static const disp_storage zero;
+  disp_storage *st = disp__cache_get(DISP__CACHE_STORAGE, sizeof *st);
+  if (st) *st = zero;
   if (!st) return NULL;
   atomic_init(&st->refs, 1);
   st->nbytes = nbytes;
@@ -49,7 +53,7 @@ disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out)
   if (!st) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a storage");
   st->data = a.allocate(nbytes, dev, a.ctx);
   if (alloc_failed(st->data, nbytes, dev)) {
-    free(st);
+    disp__cache_put(DISP__CACHE_STORAGE, st);
     return oom(nbytes, dev);
   }
   st->allocator = a;
@@ -92,7 +96,7 @@ void disp_storage_release(disp_storage *st) {
   if (prev != 1) return;
   atomic_thread_fence(memory_order_acquire);
   free_data(st);
-  free(st);
+  disp__cache_put(DISP__CACHE_STORAGE, st);
 }
 
 void *disp_storage_data(const disp_storage *st) { return st->data; }
@@ -128,7 +132,7 @@ disp_status disp__storage_resize(disp_storage *st, size_t nbytes) {
 /* ---- version counter --------------------------------------------------- */
 
 disp_version_counter *disp__version_counter_new(void) {
-  disp_version_counter *vc = malloc(sizeof *vc);
+  disp_version_counter *vc = disp__cache_get(DISP__CACHE_VERSION, sizeof *vc);
   if (!vc) return NULL;
   atomic_init(&vc->refs, 1);
   atomic_init(&vc->version, 0);
@@ -146,5 +150,5 @@ void disp__version_counter_release(disp_version_counter *vc) {
   DISP_ASSERT(prev > 0);
   if (prev != 1) return;
   atomic_thread_fence(memory_order_acquire);
-  free(vc);
+  disp__cache_put(DISP__CACHE_VERSION, vc);
 }

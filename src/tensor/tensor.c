@@ -16,6 +16,7 @@
 #include "disp/guard.h"
 #include "error_internal.h"
 #include "strbuf_internal.h"
+#include "objcache.h"
 #include "tensor_internal.h"
 
 /* ---- shapes ------------------------------------------------------------ */
@@ -174,16 +175,9 @@ disp_status disp__tensor_set_sizes_strides(disp_tensor *t, const int64_t *sizes,
 
 /* ---- key sets ---------------------------------------------------------- */
 
-disp_keyset disp_tensor_default_keyset(disp_device dev, disp_dtype dt, disp_layout layout,
-                                       int inference) {
+static disp_keyset default_keyset_slow(disp_backend b, int sparse, int quantized, int inference) {
   disp_keyset ks = disp_keyset_empty();
-  if (!disp__device_type_valid(dev.type)) return ks;
-  disp_backend b = dev.type;
-  disp_key functionality = DISP_KEY_DENSE;
-  if (layout == DISP_LAYOUT_SPARSE_COO)
-    functionality = DISP_KEY_SPARSE;
-  else if (disp_dtype_is_quantized(dt))
-    functionality = DISP_KEY_QUANTIZED;
+  disp_key functionality = sparse ? DISP_KEY_SPARSE : quantized ? DISP_KEY_QUANTIZED : DISP_KEY_DENSE;
   ks = disp_keyset_add(ks, disp_key_for_backend(functionality, b));
   /* Inference tensors never see autograd (PyTorch removes
    * autograd_dispatch_keyset_with_ADInplaceOrView from them). */
@@ -202,10 +196,33 @@ disp_keyset disp_tensor_default_keyset(disp_device dev, disp_dtype dt, disp_layo
   return ks;
 }
 
+/* Every tensor made asks for its key set: a table of all 8 combinations per
+ * backend, filled once (a benign race: every writer stores the same bits). */
+static _Atomic uint64_t default_keysets[DISP_NUM_BACKENDS][8];
+
+disp_keyset disp_tensor_default_keyset(disp_device dev, disp_dtype dt, disp_layout layout,
+                                       int inference) {
+  disp_keyset ks = disp_keyset_empty();
+  if (!disp__device_type_valid(dev.type)) return ks;
+  int sparse = layout == DISP_LAYOUT_SPARSE_COO, quantized = !sparse && disp_dtype_is_quantized(dt);
+  int combo = sparse | quantized << 1 | (inference != 0) << 2;
+  ks.repr = atomic_load_explicit(&default_keysets[dev.type][combo], memory_order_relaxed);
+  if (!ks.repr) {
+    ks = default_keyset_slow(dev.type, sparse, quantized, inference);
+    atomic_store_explicit(&default_keysets[dev.type][combo], ks.repr, memory_order_relaxed);
+  }
+  return ks;
+}
+
 /* ---- life cycle -------------------------------------------------------- */
 
 static disp_tensor *tensor_alloc(void) {
-  disp_tensor *t = calloc(1, sizeof *t);
+  /* malloc and a copy of a zero object, not calloc (which GCC would also make
+   * of malloc + memset): calloc skips glibc's per-thread cache, and a small
+   * tensor is made and freed by every op. */
+  static const disp_tensor zero;
+  disp_tensor *t = disp__cache_get(DISP__CACHE_TENSOR, sizeof *t);
+  if (t) *t = zero;
   if (!t) return NULL;
   atomic_init(&t->refs, 1);
   t->sizes = t->inline_sizes;
@@ -222,7 +239,7 @@ static void tensor_free(disp_tensor *t) {
   disp_storage_release(t->storage);
   disp__version_counter_release(t->version);
   free(t->heap_dims);
-  free(t);
+  disp__cache_put(DISP__CACHE_TENSOR, t);
 }
 
 static disp_status check_dtype(const char *op, disp_dtype dt) {

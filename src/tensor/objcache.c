@@ -1,0 +1,64 @@
+/*
+ * objcache.c - the per-thread block cache (objcache.h).
+ */
+#include "objcache.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+typedef struct free_block { struct free_block *next; } free_block;
+
+typedef struct thread_cache {
+  free_block *head[DISP__CACHE_KINDS];
+  int count[DISP__CACHE_KINDS];
+  int registered;
+} thread_cache;
+
+/* initial-exec: no __tls_get_addr call per block (see tls_internal.h). */
+static _Thread_local thread_cache tls_cache __attribute__((tls_model("initial-exec")));
+static pthread_key_t g_key;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit: free what the thread kept. */
+static void drain(void *arg) {
+  thread_cache *c = arg;
+  for (int k = 0; k < DISP__CACHE_KINDS; k++) {
+    while (c->head[k]) {
+      free_block *b = c->head[k];
+      c->head[k] = b->next;
+      free(b);
+    }
+    c->count[k] = 0;
+  }
+}
+
+static void make_key(void) { pthread_key_create(&g_key, drain); }
+
+void *disp__cache_get(disp__cache_kind kind, size_t size) {
+  thread_cache *c = &tls_cache;
+  free_block *b = c->head[kind];
+  if (b) {
+    c->head[kind] = b->next;
+    c->count[kind]--;
+    return b;
+  }
+  return malloc(size < sizeof(free_block) ? sizeof(free_block) : size);
+}
+
+void disp__cache_put(disp__cache_kind kind, void *block) {
+  if (!block) return;
+  thread_cache *c = &tls_cache;
+  if (c->count[kind] >= DISP__CACHE_DEPTH) {
+    free(block);
+    return;
+  }
+  if (!c->registered) {
+    pthread_once(&g_once, make_key);
+    pthread_setspecific(g_key, c);
+    c->registered = 1;
+  }
+  free_block *b = block;
+  b->next = c->head[kind];
+  c->head[kind] = b;
+  c->count[kind]++;
+}
