@@ -13,6 +13,9 @@
  *   disp/call.h        calling operators: boxed, unboxed, redispatch, trace
  *   disp/guard.h       thread-local dispatch state (include/exclude, modes)
  *   disp/aten.h        typed entry points of the built-in operators (generated)
+ *   disp/promotion.h   PyTorch's type promotion (result_type)
+ *   disp/random.h      the process-wide random generator and its seed
+ *   disp/tensor_util.h printing tensors, allclose
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -34,5 +37,8 @@
 #include "disp/call.h"
 #include "disp/guard.h"
 #include "disp/aten.h"
+#include "disp/promotion.h"
+#include "disp/random.h"
+#include "disp/tensor_util.h"
 
 #endif /* DISP_H */

@@ -15,6 +15,7 @@
 
 #include <disp.h>
 
+#include "check_ops.h"
 #include "simulate.h"
 
 static const char *const usage =
@@ -34,6 +35,10 @@ static const char *const usage =
     "  state OP                 OP's registrations (PyTorch's dumpState)\n"
     "  fallbacks                the backend fallback of every key that has one\n"
     "  ops                      the schema of every registered operator, sorted\n"
+    "  ops --backend KEY --required|--missing\n"
+    "                           the operators a backend on KEY must implement (still lacks)\n"
+    "  check-ops [--device cpu|meta] FILE...\n"
+    "                           run reference cases (conformance/ops format) and compare\n"
     "  check                    report failed static registrations and impls without a def\n"
     "\n"
     "options:\n"
@@ -227,6 +232,8 @@ static int cmd_fallbacks(int argc, char **argv) {
 }
 
 static int cmd_ops(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--backend")) return disp_tool_ops_report(argc, argv);
   if (want_help(argc, argv) || argc) {
     puts("usage: disp ops\n\nPrints the schema of every registered operator, one per line, sorted.");
     return want_help(argc, argv) ? 0 : 2;
@@ -278,6 +285,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "state")) rc = cmd_op_dump(argc - 2, argv + 2, 1);
   else if (!strcmp(cmd, "fallbacks")) rc = cmd_fallbacks(argc - 2, argv + 2);
   else if (!strcmp(cmd, "ops")) rc = cmd_ops(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "check-ops")) rc = disp_tool_check_ops(argc - 2, argv + 2);
   else if (!strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
   else {
     fprintf(stderr, "disp: unknown command '%s'\n\n%s", cmd, usage);

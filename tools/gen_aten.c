@@ -330,6 +330,25 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* Autograd pass-through kernels: every operator without a
+   * CompositeImplicitAutograd kernel gets one on the Autograd alias key, as
+   * PyTorch's generated VariableType kernels. With no gradient to record
+   * they redispatch below autograd, unboxed; the autograd layer replaces
+   * them with kernels that record derivatives. */
+  for (int d = 0; d < NDECLS; d++) {
+    if (decls[d].kernels & DISP_K_CIA) continue;
+    const disp_schema *s = schemas[d];
+    const disp_signature *sig = sigs[d];
+    fprintf(c, "static disp_status autograd_%s(", decls[d].id);
+    params(c, s, sig, 1, 1);
+    fprintf(c, ") {\n  disp_status st;\n  DISP_REDISPATCH(st, aten_op(ATEN_%s), disp_keyset_and(ks, disp_keyset_after_autograd()), (",
+            decls[d].id);
+    params(c, s, sig, 0, 0);
+    fprintf(c, "), ");
+    call_args(c, s, sig);
+    fprintf(c, ");\n  return st;\n}\n\n");
+  }
+
   /* registration */
   fprintf(c, "DISP_LIBRARY(aten, m) {\n");
   for (int d = 0; d < NDECLS; d++)
@@ -349,6 +368,13 @@ int main(int argc, char **argv) {
     }
     fprintf(c, "}\n\n");
   }
+  fprintf(c, "DISP_LIBRARY_IMPL(aten, AUTOGRAD, m) {\n");
+  for (int d = 0; d < NDECLS; d++) {
+    if (decls[d].kernels & DISP_K_CIA) continue;
+    fprintf(c, "  disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(autograd_%s), DISP_KERNEL_WITH_KEYSET), NULL);\n",
+            schemas[d]->qualified, decls[d].id);
+  }
+  fprintf(c, "}\n");
   fclose(c);
   for (int d = 0; d < NDECLS; d++) {
     disp__signature_free(sigs[d]);

@@ -113,6 +113,17 @@ typedef enum disp_layout {
  */
 DISP_API const char *disp_layout_name(disp_layout l);
 
+/*
+ * Memory formats, numbered as PyTorch's MemoryFormat (the C value of a
+ * `MemoryFormat` schema argument, disp/value.h).
+ */
+typedef enum disp_memory_format {
+  DISP_MEMORY_FORMAT_CONTIGUOUS = 0,
+  DISP_MEMORY_FORMAT_PRESERVE = 1,
+  DISP_MEMORY_FORMAT_CHANNELS_LAST = 2,
+  DISP_MEMORY_FORMAT_CHANNELS_LAST_3D = 3
+} disp_memory_format;
+
 /* ==== devices =========================================================== */
 
 /*

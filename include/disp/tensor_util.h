@@ -1,0 +1,51 @@
+/*
+ * disp/tensor_util.h - printing and comparing tensors (for people and tests).
+ */
+#ifndef DISP_TENSOR_UTIL_H
+#define DISP_TENSOR_UTIL_H
+
+#include <stdio.h>
+
+#include "export.h"
+#include "status.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * disp_tensor_format - the tensor as PyTorch's repr writes it, into a new
+ * malloc'd string (*out; the caller frees it with free()):
+ *   tensor([[1., 2.],
+ *           [3., 4.]])
+ * Same number formatting (integer-valued floats as "1.", 4 decimals, or
+ * scientific notation when the magnitudes call for it), line wrapping at 80
+ * columns, "..." summaries beyond 1000 elements, and the suffixes PyTorch
+ * adds: device for non-cpu tensors, dtype unless float32/int64/bool,
+ * size= for empty tensors, and "tensor(..., device='meta', size=(2, 3))"
+ * for tensors without data. Errors: DISP_ERR_INVALID_ARG (NULL, opaque
+ * tensor), DISP_ERR_NO_MEMORY. Thread-safe for a tensor nobody writes.
+ */
+DISP_API disp_status disp_tensor_format(const disp_tensor *t, char **out);
+
+/* disp_tensor_print - disp_tensor_format followed by a newline, to f. */
+DISP_API disp_status disp_tensor_print(FILE *f, const disp_tensor *t);
+
+/*
+ * disp_tensor_allclose - *out = 1 when a and b have the same sizes and
+ * every pair of elements satisfies |a - b| <= atol + rtol * |b| (PyTorch's
+ * allclose; an infinity matches only the same infinity, nan matches nan
+ * only when equal_nan). Elements are compared as doubles (integers
+ * exactly), so the dtypes may differ. Sizes that differ give *out = 0.
+ * Errors: DISP_ERR_INVALID_ARG (NULL, tensors without data, negative
+ * tolerances).
+ */
+DISP_API disp_status disp_tensor_allclose(const disp_tensor *a, const disp_tensor *b, double rtol, double atol,
+                                          int equal_nan, int *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DISP_TENSOR_UTIL_H */

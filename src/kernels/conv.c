@@ -1,0 +1,434 @@
+/*
+ * conv.c - convolution, convolution_backward (CompositeExplicitAutograd) and
+ * conv2d (CompositeImplicitAutograd): 1-, 2- and 3-D, any groups, stride,
+ * padding, dilation, and transposed convolution.
+ *
+ * Everything is computed on a "regular" convolution X[N,Ci,in] * W[Co,Ci/G,k]
+ * -> Y[N,Co,out] with three primitives, all im2col + GEMM per (sample, group):
+ *   forward      Y  = W  @ cols(X)
+ *   input grad   dX = col2im(W^T @ dY)
+ *   weight grad  dW = sum_n dY @ cols(X)^T
+ * A transposed convolution is the adjoint of a regular one with the same
+ * weight, so its forward is the regular input grad, its input grad the
+ * regular forward, and its weight grad the regular weight grad with the
+ * roles of input and grad_output swapped. Spatial dims are padded to three
+ * (leading 1s), so one im2col serves every rank. Values are computed in
+ * float64 (exact for float32/bfloat16 inputs' products) and rounded once.
+ *
+ * The kernels are explicit composites in PyTorch; here they compute on CPU
+ * tensors and give shapes only on Meta tensors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aten_internal.h"
+#include "aten_kernels.h"
+#include "conv_util.h"
+#include "gemm.h"
+
+#define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
+
+/* The regular-convolution geometry, spatial dims padded to 3. */
+typedef struct geom {
+  int sd;                 /* real spatial dims (1..3) */
+  int64_t n, ci, co, g;   /* batch, regular input/output channels, groups */
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+} geom;
+
+static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
+
+/* cols[(c*K + kk)][o] for channels [c0, c0+cg) of sample x (C x IN). */
+static void im2col(const geom *gm, const double *x, int64_t cg, double *cols) {
+  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
+  for (int64_t c = 0; c < cg; c++)
+    for (int64_t kd = 0; kd < gm->k[0]; kd++)
+      for (int64_t kh = 0; kh < gm->k[1]; kh++)
+        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
+          double *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
+          const double *xc = x + c * IN;
+          for (int64_t od = 0; od < gm->out[0]; od++) {
+            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
+              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+              double *dst = row + (od * gm->out[1] + oh) * gm->out[2];
+              int inside = id >= 0 && id < gm->in[0] && ih >= 0 && ih < gm->in[1];
+              for (int64_t ow = 0; ow < gm->out[2]; ow++) {
+                int64_t iw = ow * gm->s[2] - gm->p[2] + kw * gm->d[2];
+                dst[ow] = inside && iw >= 0 && iw < gm->in[2]
+                              ? xc[(id * gm->in[1] + ih) * gm->in[2] + iw] : 0.0;
+              }
+            }
+          }
+        }
+}
+
+/* The adjoint of im2col: x (cg x IN) += scatter of cols. */
+static void col2im(const geom *gm, const double *cols, int64_t cg, double *x) {
+  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
+  for (int64_t c = 0; c < cg; c++)
+    for (int64_t kd = 0; kd < gm->k[0]; kd++)
+      for (int64_t kh = 0; kh < gm->k[1]; kh++)
+        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
+          const double *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
+          double *xc = x + c * IN;
+          for (int64_t od = 0; od < gm->out[0]; od++) {
+            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+            if (id < 0 || id >= gm->in[0]) continue;
+            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
+              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+              if (ih < 0 || ih >= gm->in[1]) continue;
+              const double *src = row + (od * gm->out[1] + oh) * gm->out[2];
+              for (int64_t ow = 0; ow < gm->out[2]; ow++) {
+                int64_t iw = ow * gm->s[2] - gm->p[2] + kw * gm->d[2];
+                if (iw >= 0 && iw < gm->in[2]) xc[(id * gm->in[1] + ih) * gm->in[2] + iw] += src[ow];
+              }
+            }
+          }
+        }
+}
+
+static disp__mat dm(double *p, int64_t rs, int64_t cs) {
+  disp__mat m = {p, rs, cs};
+  return m;
+}
+
+enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
+
+/* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
+ * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
+static disp_status run_prim(int prim, const geom *gm, const double *a, const double *b, double *y) {
+  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
+  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * K;
+  double *cols = malloc(sizeof(double) * (size_t)(ck * OUT > 0 ? ck * OUT : 1));
+  if (!cols) return disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
+  disp_status st = DISP_OK;
+  if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(double) * (size_t)(gm->n * gm->ci * IN));
+  if (prim == PRIM_BWD_W) memset(y, 0, sizeof(double) * (size_t)(gm->co * ck));
+  for (int64_t n = 0; n < gm->n && st == DISP_OK; n++)
+    for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
+      if (prim == PRIM_FWD) {
+        const double *w = b + g * og * ck;
+        im2col(gm, a + (n * gm->ci + g * cg) * IN, cg, cols);
+        st = disp__gemm_f64(og, OUT, ck, 1.0, dm((double *)w, ck, 1), dm(cols, OUT, 1), 0.0,
+                            dm(y + (n * gm->co + g * og) * OUT, OUT, 1));
+      } else if (prim == PRIM_BWD_IN) {
+        const double *w = b + g * og * ck;
+        st = disp__gemm_f64(ck, OUT, og, 1.0, dm((double *)w, 1, ck),
+                            dm((double *)a + (n * gm->co + g * og) * OUT, OUT, 1), 0.0,
+                            dm(cols, OUT, 1));
+        if (st == DISP_OK) col2im(gm, cols, cg, y + (n * gm->ci + g * cg) * IN);
+      } else {
+        im2col(gm, a + (n * gm->ci + g * cg) * IN, cg, cols);
+        st = disp__gemm_f64(og, ck, OUT, 1.0, dm((double *)b + (n * gm->co + g * og) * OUT, OUT, 1),
+                            dm(cols, 1, OUT), 1.0, dm(y + g * og * ck, ck, 1));
+      }
+    }
+  free(cols);
+  return st;
+}
+
+/* ---- parameters and shape checks (PyTorch's check_shape_forward) ------- */
+
+typedef struct params {
+  int sd;
+  int64_t stride[3], padding[3], dilation[3], outpad[3];
+  int transposed;
+  int64_t groups;
+} params;
+
+static disp_status expand_param(const char *op, disp_int_list l, const char *name, int sd, int64_t *out) {
+  if (l.len == 1) {
+    for (int i = 0; i < sd; i++) out[i] = l.data[0];
+    return DISP_OK;
+  }
+  if ((int)l.len != sd) {
+    char buf[160];
+    disp__conv_format_list(buf, sizeof buf, l.data, (int)l.len);
+    return FAIL("%s: expected %s to be a single integer value or a list of %d values to match the "
+                "convolution dimensions, but got %s=%s", op, name, sd, name, buf);
+  }
+  for (int i = 0; i < sd; i++) out[i] = l.data[i];
+  return DISP_OK;
+}
+
+static disp_status make_params(const char *op, disp_tensor *input, disp_tensor *weight,
+                               disp_int_list stride, disp_int_list padding, disp_int_list dilation,
+                               bool transposed, disp_int_list output_padding, int64_t groups,
+                               params *pr) {
+  int sd = weight->ndim - 2;
+  if (sd < 1) return FAIL("%s: weight should have at least three dimensions", op);
+  if (sd > 3) return FAIL("%s: only 1-D, 2-D and 3-D convolutions are supported, got a %d-D weight", op, weight->ndim);
+  pr->sd = sd;
+  pr->transposed = transposed;
+  pr->groups = groups;
+  disp_status st = expand_param(op, stride, "stride", sd, pr->stride);
+  if (st == DISP_OK) st = expand_param(op, padding, "padding", sd, pr->padding);
+  if (st == DISP_OK) st = expand_param(op, dilation, "dilation", sd, pr->dilation);
+  if (st == DISP_OK) st = expand_param(op, output_padding, "output_padding", sd, pr->outpad);
+  if (st != DISP_OK) return st;
+  if (groups <= 0) return FAIL("%s: non-positive groups is not supported", op);
+  for (int i = 0; i < sd; i++) {
+    if (pr->padding[i] < 0) return FAIL("%s: negative padding is not supported", op);
+    if (pr->outpad[i] < 0) return FAIL("%s: negative output_padding is not supported", op);
+    if (pr->stride[i] <= 0) return FAIL("%s: non-positive stride is not supported", op);
+    if (pr->dilation[i] <= 0) return FAIL("%s: dilation should be greater than zero", op);
+  }
+  (void)input;
+  return DISP_OK;
+}
+
+/* Validates shapes and computes the user-facing output sizes (N, C, spatial). */
+static disp_status conv_shape(const char *op, disp_tensor *input, disp_tensor *weight,
+                              disp_tensor *bias, const params *pr, int64_t *osz) {
+  char ws[160], is[160], bs[160];
+  disp__conv_format_list(ws, sizeof ws, weight->sizes, weight->ndim);
+  disp__conv_format_list(is, sizeof is, input->sizes, input->ndim);
+  int k = input->ndim, sd = pr->sd;
+  int64_t g = pr->groups;
+  if (weight->ndim != k)
+    return FAIL("%s: Expected %d-dimensional input for %d-dimensional weight %s, but got %d-dimensional "
+                "input of size %s instead", op, weight->ndim, weight->ndim, ws, k, is);
+  if (weight->sizes[0] < g)
+    return FAIL("%s: Given groups=%lld, expected weight to be at least %lld at dimension 0, but got "
+                "weight of size %s instead", op, (long long)g, (long long)g, ws);
+  if (weight->sizes[0] % g)
+    return FAIL("%s: Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
+                "weight of size %s instead", op, (long long)g, (long long)g, ws);
+  if (bias) disp__conv_format_list(bs, sizeof bs, bias->sizes, bias->ndim);
+  osz[0] = input->sizes[0];
+  if (!pr->transposed) {
+    if (input->sizes[1] != weight->sizes[1] * g)
+      return FAIL("%s: Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but "
+                  "got %lld channels instead", op, (long long)g, ws, is,
+                  (long long)(weight->sizes[1] * g), (long long)input->sizes[1]);
+    if (bias && (bias->ndim != 1 || bias->sizes[0] != weight->sizes[0]))
+      return FAIL("%s: Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but "
+                  "got bias of size %s instead", op, ws, (long long)weight->sizes[0], bs);
+    int bad = 0;
+    char pin[96] = "", pk[96] = "";
+    size_t a = 0, b = 0;
+    for (int i = 0; i < sd; i++) {
+      int64_t padded = input->sizes[2 + i] + 2 * pr->padding[i];
+      int64_t ks = pr->dilation[i] * (weight->sizes[2 + i] - 1) + 1;
+      if (padded < ks) bad = 1;
+      a += (size_t)snprintf(pin + a, sizeof pin - a, "%s%lld", i ? " x " : "", (long long)padded);
+      b += (size_t)snprintf(pk + b, sizeof pk - b, "%s%lld", i ? " x " : "", (long long)ks);
+      if (a >= sizeof pin) a = sizeof pin - 1;
+      if (b >= sizeof pk) b = sizeof pk - 1;
+      osz[2 + i] = (padded - ks) / pr->stride[i] + 1;
+    }
+    if (bad)
+      return FAIL("%s: Calculated padded input size per channel: (%s). Kernel size: (%s). Kernel size "
+                  "can't be greater than actual input size", op, pin, pk);
+    osz[1] = weight->sizes[0];
+  } else {
+    if (input->sizes[1] != weight->sizes[0])
+      return FAIL("%s: Given transposed=1, weight of size %s, expected input%s to have %lld channels, but "
+                  "got %lld channels instead", op, ws, is, (long long)weight->sizes[0],
+                  (long long)input->sizes[1]);
+    if (bias && (bias->ndim != 1 || bias->sizes[0] != weight->sizes[1] * g))
+      return FAIL("%s: Given transposed=1, weight of size %s, expected bias to be 1-dimensional with %lld "
+                  "elements, but got bias of size %s instead", op, ws, (long long)(weight->sizes[1] * g), bs);
+    for (int i = 0; i < sd; i++) {
+      if (pr->outpad[i] >= pr->stride[i] && pr->outpad[i] >= pr->dilation[i])
+        return FAIL("%s: output padding must be smaller than either stride or dilation, but got "
+                    "output_padding=%lld, stride=%lld, dilation=%lld", op, (long long)pr->outpad[i],
+                    (long long)pr->stride[i], (long long)pr->dilation[i]);
+      osz[2 + i] = (input->sizes[2 + i] - 1) * pr->stride[i] - 2 * pr->padding[i] +
+                   pr->dilation[i] * (weight->sizes[2 + i] - 1) + pr->outpad[i] + 1;
+      if (osz[2 + i] < 1)
+        return FAIL("%s: Given input size per channel: %s. Calculated output size per channel is "
+                    "non-positive (%lld). Output size is too small", op, is, (long long)osz[2 + i]);
+    }
+    osz[1] = weight->sizes[1] * g;
+  }
+  return DISP_OK;
+}
+
+/* The regular geometry behind a (possibly transposed) convolution whose
+ * user-facing input/output sizes are isz/osz. */
+static void make_geom(const params *pr, const int64_t *isz, const int64_t *osz, disp_tensor *weight, geom *gm) {
+  const int64_t *rin = pr->transposed ? osz : isz, *rout = pr->transposed ? isz : osz;
+  gm->sd = pr->sd;
+  gm->n = isz[0];
+  gm->ci = rin[1];
+  gm->co = rout[1];
+  gm->g = pr->groups;
+  for (int i = 0; i < 3; i++) {
+    int j = i - (3 - pr->sd);
+    int real = j >= 0;
+    gm->in[i] = real ? rin[2 + j] : 1;
+    gm->out[i] = real ? rout[2 + j] : 1;
+    gm->k[i] = real ? weight->sizes[2 + j] : 1;
+    gm->s[i] = real ? pr->stride[j] : 1;
+    gm->p[i] = real ? pr->padding[j] : 0;
+    gm->d[i] = real ? pr->dilation[j] : 1;
+  }
+}
+
+static disp_status check_types(const char *op, disp_tensor *input, disp_tensor *weight, disp_tensor *bias) {
+  disp_dtype dt = input->dtype;
+  if (!(dt == DISP_DTYPE_FLOAT32 || dt == DISP_DTYPE_FLOAT64 || dt == DISP_DTYPE_BFLOAT16))
+    return FAIL("%s: \"slow_conv2d_cpu\" not implemented for '%s'", op, disp_dtype_torch_name(dt));
+  if (weight->dtype != dt)
+    return FAIL("%s: Input type (CPU%sType) and weight type (CPU%sType) should be the same", op,
+                disp_dtype_torch_name(dt), disp_dtype_torch_name(weight->dtype));
+  if (bias && bias->dtype != dt)
+    return FAIL("%s: Input type (CPU%sType) and bias type (CPU%sType) should be the same", op,
+                disp_dtype_torch_name(dt), disp_dtype_torch_name(bias->dtype));
+  return DISP_OK;
+}
+
+static int is_meta(const disp_tensor *t) { return t->device.type == DISP_BACKEND_META; }
+
+static disp_status check_device(const char *op, disp_tensor *input) {
+  if (input->device.type == DISP_BACKEND_CPU || is_meta(input)) return DISP_OK;
+  return FAIL("%s: no convolution kernel for device type %s: register one for the backend",
+              op, disp_device_type_name(input->device.type));
+}
+
+disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
+                                  disp_int_list stride, disp_int_list padding, disp_int_list dilation,
+                                  bool transposed, disp_int_list output_padding, int64_t groups,
+                                  disp_tensor **out0) {
+  const char *op = "convolution";
+  params pr;
+  int64_t osz[5];
+  disp_status st = make_params(op, input, weight, stride, padding, dilation, transposed,
+                               output_padding, groups, &pr);
+  if (st == DISP_OK) st = conv_shape(op, input, weight, bias, &pr, osz);
+  if (st == DISP_OK) st = check_device(op, input);
+  if (st == DISP_OK && !is_meta(input)) st = check_types(op, input, weight, bias);
+  if (st != DISP_OK) return st;
+  int cl = disp__conv_channels_last(input) || disp__conv_channels_last(weight);
+  disp_tensor *out;
+  if ((st = disp__conv_empty(osz, input->ndim, input->dtype, input->device, cl, &out)) != DISP_OK) return st;
+  if (is_meta(input) || out->numel == 0) {
+    *out0 = out;
+    return DISP_OK;
+  }
+  geom gm;
+  make_geom(&pr, input->sizes, osz, weight, &gm);
+  double *x = disp__conv_load(input), *w = disp__conv_load(weight);
+  double *y = malloc(sizeof(double) * (size_t)out->numel);
+  if (!x || !w || !y) {
+    st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
+  } else {
+    st = transposed ? run_prim(PRIM_BWD_IN, &gm, x, w, y) : run_prim(PRIM_FWD, &gm, x, w, y);
+  }
+  if (st == DISP_OK && bias) {
+    int64_t sp = out->numel / (osz[0] * osz[1]);
+    for (int64_t c = 0; c < osz[1]; c++) {
+      double bv = disp__load_f64((char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
+                                 (int64_t)disp_dtype_itemsize(bias->dtype), bias->dtype);
+      for (int64_t n = 0; n < osz[0]; n++)
+        for (int64_t i = 0; i < sp; i++) y[(n * osz[1] + c) * sp + i] += bv;
+    }
+  }
+  if (st == DISP_OK) disp__conv_store(out, y);
+  free(x), free(w), free(y);
+  if (st != DISP_OK) {
+    disp_tensor_release(out);
+    return st;
+  }
+  *out0 = out;
+  return DISP_OK;
+}
+
+disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor *input, disp_tensor *weight,
+                                           disp_opt_int_list bias_sizes, disp_int_list stride,
+                                           disp_int_list padding, disp_int_list dilation, bool transposed,
+                                           disp_int_list output_padding, int64_t groups,
+                                           disp_bool_list output_mask, disp_tensor **out0,
+                                           disp_tensor **out1, disp_tensor **out2) {
+  const char *op = "convolution_backward";
+  (void)bias_sizes;
+  params pr;
+  int64_t osz[5];
+  if (output_mask.len != 3) return FAIL("%s: output_mask must have 3 elements", op);
+  disp_status st = make_params(op, input, weight, stride, padding, dilation, transposed,
+                               output_padding, groups, &pr);
+  if (st == DISP_OK) st = conv_shape(op, input, weight, NULL, &pr, osz);
+  if (st == DISP_OK) st = check_device(op, input);
+  if (st == DISP_OK && !is_meta(input)) st = check_types(op, input, weight, NULL);
+  if (st == DISP_OK && grad_output->dtype != input->dtype)
+    st = FAIL("%s: expected grad_output of dtype %s, got %s", op, disp_dtype_torch_name(input->dtype),
+              disp_dtype_torch_name(grad_output->dtype));
+  if (st != DISP_OK) return st;
+  int same = grad_output->ndim == input->ndim;
+  for (int i = 0; same && i < input->ndim; i++) same = grad_output->sizes[i] == osz[i];
+  if (!same) {
+    char gs[160], es[160];
+    disp__conv_format_list(gs, sizeof gs, grad_output->sizes, grad_output->ndim);
+    disp__conv_format_list(es, sizeof es, osz, input->ndim);
+    return FAIL("%s: Expected grad_output of size %s, but got %s", op, es, gs);
+  }
+  int cl = disp__conv_channels_last(input) || disp__conv_channels_last(weight);
+  disp_tensor *gi = NULL, *gw = NULL, *gb = NULL;
+  if (output_mask.data[0]) st = disp__conv_empty(input->sizes, input->ndim, input->dtype, input->device, cl, &gi);
+  if (st == DISP_OK && output_mask.data[1])
+    st = disp__conv_empty(weight->sizes, weight->ndim, weight->dtype, weight->device, cl, &gw);
+  if (st == DISP_OK && output_mask.data[2])
+    st = disp__conv_empty(&osz[1], 1, grad_output->dtype, grad_output->device, 0, &gb);
+  if (st == DISP_OK && !is_meta(input)) {
+    geom gm;
+    make_geom(&pr, input->sizes, osz, weight, &gm);
+    double *x = disp__conv_load(input), *w = disp__conv_load(weight), *dy = disp__conv_load(grad_output);
+    double *r = NULL;
+    if (!x || !w || !dy) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+    if (st == DISP_OK && gi) {
+      if (!(r = malloc(sizeof(double) * (size_t)(gi->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+      else if ((st = transposed ? run_prim(PRIM_FWD, &gm, dy, w, r) : run_prim(PRIM_BWD_IN, &gm, dy, w, r)) == DISP_OK)
+        disp__conv_store(gi, r);
+      free(r);
+    }
+    if (st == DISP_OK && gw) {
+      if (!(r = malloc(sizeof(double) * (size_t)(gw->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+      else if ((st = transposed ? run_prim(PRIM_BWD_W, &gm, dy, x, r) : run_prim(PRIM_BWD_W, &gm, x, dy, r)) == DISP_OK)
+        disp__conv_store(gw, r);
+      free(r);
+    }
+    if (st == DISP_OK && gb) {
+      int64_t c = osz[1], sp = grad_output->numel / (osz[0] * c > 0 ? osz[0] * c : 1);
+      if (!(r = calloc((size_t)c + 1, sizeof(double)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+      else {
+        for (int64_t n = 0; n < osz[0]; n++)
+          for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t i = 0; i < sp; i++) r[ch] += dy[(n * c + ch) * sp + i];
+        disp__conv_store(gb, r);
+      }
+      free(r);
+    }
+    free(x), free(w), free(dy);
+  }
+  if (st != DISP_OK) {
+    disp_tensor_release(gi), disp_tensor_release(gw), disp_tensor_release(gb);
+    return st;
+  }
+  *out0 = gi, *out1 = gw, *out2 = gb;
+  return DISP_OK;
+}
+
+/* conv2d: 3-D (unbatched) or 4-D input, through convolution. */
+disp_status disp__cia_conv2d(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
+                             disp_int_list stride, disp_int_list padding, disp_int_list dilation,
+                             int64_t groups, disp_tensor **out0) {
+  if (input->ndim != 3 && input->ndim != 4) {
+    char is[160];
+    disp__conv_format_list(is, sizeof is, input->sizes, input->ndim);
+    return FAIL("conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s", is);
+  }
+  static const int64_t zeros[2] = {0, 0};
+  disp_int_list outpad = {zeros, 2};
+  if (input->ndim == 4)
+    return disp_aten_convolution(input, weight, bias, stride, padding, dilation, false, outpad, groups, out0);
+  disp_tensor *x = NULL, *y = NULL;
+  disp_status st = disp_aten_unsqueeze(input, 0, &x);
+  if (st == DISP_OK) st = disp_aten_convolution(x, weight, bias, stride, padding, dilation, false, outpad, groups, &y);
+  disp_tensor_release(x);
+  if (st != DISP_OK) return st;
+  st = disp_aten_squeeze_dim(y, 0, out0);
+  disp_tensor_release(y);
+  return st;
+}

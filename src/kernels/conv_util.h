@@ -1,0 +1,32 @@
+/*
+ * conv_util.h - what the convolution and pooling kernels share: NCHW /
+ * channels_last output allocation, whole-tensor float64 copies in and out,
+ * and PyTorch-style size lists in messages.
+ */
+#ifndef DISP_KERNELS_CONV_UTIL_H
+#define DISP_KERNELS_CONV_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aten_internal.h"
+
+/* "[2, 3, 4]" into buf (truncated to n bytes). */
+void disp__conv_format_list(char *buf, size_t n, const int64_t *v, int len);
+
+/* PyTorch's is_channels_last_strides_2d (4-D tensors; 0 otherwise): the
+ * layout suggest_memory_format() reports as ChannelsLast. */
+int disp__conv_channels_last(const disp_tensor *t);
+
+/* An uninitialized tensor of sizes on dev; channels_last strides when cl and ndim == 4. */
+disp_status disp__conv_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp_device dev, int cl,
+                             disp_tensor **out);
+
+/* A malloc'd row-major float64 copy of t's elements (any strides and dtype);
+ * NULL on OOM. At least one element is allocated, so NULL means OOM. */
+double *disp__conv_load(const disp_tensor *t);
+
+/* Writes row-major values v into t (any strides), converting to t's dtype. */
+void disp__conv_store(disp_tensor *t, const double *v);
+
+#endif /* DISP_KERNELS_CONV_UTIL_H */

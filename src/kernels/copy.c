@@ -1,0 +1,399 @@
+/*
+ * copy.c - copies and conversions (copy_, _to_copy, to, clone,
+ * contiguous), fills (fill_, zero_), scalars out of tensors (item,
+ * _local_scalar_dense) and the operators that change a tensor's own
+ * geometry or storage (resize_, set_).
+ *
+ * _copy_from and _copy_from_and_resize have no kernel here, as in PyTorch:
+ * copy_ calls _copy_from when a tensor lives on a backend other than the
+ * CPU (and Meta), and that backend implements it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "aten_internal.h"
+#include "aten_kernels.h"
+#include "disp/aten.h"
+#include "dtype_cast.h"
+#include "elementwise_copy.h"
+#include "strbuf_internal.h"
+
+static int host_device(disp_backend b) { return b == DISP_BACKEND_CPU || b == DISP_BACKEND_META; }
+
+static void format_list(char *buf, size_t n, const int64_t *v, int len) {
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  disp__format_int_list(&b, v, len);
+  snprintf(buf, n, "%s", disp__strbuf_cstr(&b));
+  disp__strbuf_free(&b);
+}
+
+/* Byte range [lo, hi) a strided tensor touches; empty when it has no elements. */
+static void mem_range(const disp_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+  uintptr_t base = (uintptr_t)t->storage->data + (uintptr_t)t->storage_offset * disp_dtype_itemsize(t->dtype);
+  uintptr_t ext = 0;
+  for (int d = 0; d < t->ndim; d++) ext += (uintptr_t)((t->sizes[d] - 1) * t->strides[d]);
+  *lo = base;
+  *hi = t->numel == 0 ? base : base + (ext + 1) * disp_dtype_itemsize(t->dtype);
+}
+
+static const char overlap_msg[] =
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation.";
+
+/* ---- copy_ -------------------------------------------------------------- */
+
+/* src's strides broadcast to self's shape (0 on broadcast dims), or an error
+ * worded as TensorIterator words it. */
+static disp_status broadcast_src(const disp_tensor *self, const disp_tensor *src, int64_t *strides) {
+  int n = self->ndim > src->ndim ? self->ndim : src->ndim;
+  int64_t shape[DISP_TENSOR_MAX_DIMS];
+  for (int i = n - 1; i >= 0; i--) {
+    int a = i - (n - self->ndim), b = i - (n - src->ndim);
+    int64_t sa = a >= 0 ? self->sizes[a] : 1, sb = b >= 0 ? src->sizes[b] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      return disp_set_error(DISP_ERR_INVALID_ARG,
+                            "The size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton "
+                            "dimension %d",
+                            (long long)sa, (long long)sb, i);
+    shape[i] = sa == 1 ? sb : sa;
+  }
+  if (n != self->ndim || memcmp(shape, self->sizes, (size_t)n * sizeof *shape)) {
+    char a[512], b[512];
+    format_list(a, sizeof a, self->sizes, self->ndim);
+    format_list(b, sizeof b, shape, n);
+    return disp_set_error(DISP_ERR_INVALID_ARG, "output with shape %s doesn't match the broadcast shape %s", a, b);
+  }
+  for (int i = 0; i < self->ndim; i++) {
+    int b = i - (self->ndim - src->ndim);
+    strides[i] = b >= 0 && src->sizes[b] != 1 ? src->strides[b] : 0;
+  }
+  return DISP_OK;
+}
+
+disp_status disp__cea_copy_(disp_tensor *self, disp_tensor *src, bool non_blocking, disp_tensor **out0) {
+  if (self == src) {
+    *out0 = disp_tensor_retain(self);
+    return DISP_OK;
+  }
+  if (!host_device(self->device.type) || !host_device(src->device.type)) {
+    /* the other backend copies (PyTorch: src._copy_from(self)) */
+    disp_tensor *r = NULL;
+    disp_status st = disp_aten__copy_from(src, self, non_blocking, &r);
+    disp_tensor_release(r);
+    if (st != DISP_OK) return st;
+    *out0 = disp_tensor_retain(self);
+    return DISP_OK;
+  }
+  if (!self->has_strides || !src->has_strides)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "copy_: tensors without strides are not supported");
+  int64_t sstrides[DISP_TENSOR_MAX_DIMS];
+  disp_status st = broadcast_src(self, src, sstrides);
+  if (st != DISP_OK) return st;
+  if (self->numel == 0) {
+    *out0 = disp_tensor_retain(self);
+    return DISP_OK;
+  }
+  /* checked on Meta too, so Meta agrees with the CPU on what fails */
+  if (disp__ew_has_internal_overlap(self->sizes, self->strides, self->ndim))
+    return disp_set_error(DISP_ERR_INVALID_ARG, "%s", overlap_msg);
+  if (self->device.type == DISP_BACKEND_META) { /* nothing to write */
+    *out0 = disp_tensor_retain(self);
+    return DISP_OK;
+  }
+  if (src->device.type == DISP_BACKEND_META)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Cannot copy out of meta tensor; no data!");
+  if (self->storage == src->storage) {
+    uintptr_t a0, a1, b0, b1;
+    mem_range(self, &a0, &a1);
+    mem_range(src, &b0, &b1);
+    int same = self->storage_offset == src->storage_offset && self->ndim == src->ndim &&
+               self->dtype == src->dtype && !memcmp(self->sizes, src->sizes, (size_t)self->ndim * sizeof(int64_t)) &&
+               !memcmp(self->strides, src->strides, (size_t)self->ndim * sizeof(int64_t));
+    if (same) {
+      *out0 = disp_tensor_retain(self);
+      return DISP_OK;
+    }
+    if (a0 < b1 && b0 < a1)
+      return disp_set_error(DISP_ERR_INVALID_ARG,
+                            "unsupported operation: some elements of the input tensor and the written-to tensor "
+                            "refer to a single memory location. Please clone() the tensor before performing the "
+                            "operation.");
+  }
+  disp__ew_copy_strided(disp_tensor_data_ptr(self), self->strides, self->dtype, disp_tensor_data_ptr(src), sstrides,
+                     src->dtype, self->sizes, self->ndim);
+  *out0 = disp_tensor_retain(self);
+  return DISP_OK;
+}
+
+/* ---- fresh copies --------------------------------------------------------- */
+
+/* r = fresh tensor (already made), r.copy_(self); returns r or fails with nothing held. */
+static disp_status copy_into_fresh(disp_tensor *r, disp_tensor *self, bool non_blocking, disp_tensor **out) {
+  disp_tensor *tmp = NULL;
+  disp_status st = disp_aten_copy_(r, self, non_blocking, &tmp);
+  disp_tensor_release(tmp);
+  if (st != DISP_OK) {
+    disp_tensor_release(r);
+    return st;
+  }
+  *out = r;
+  return DISP_OK;
+}
+
+disp_status disp__cea__to_copy(disp_tensor *self, int32_t dtype, int32_t layout, disp_opt_device device,
+                               disp_opt_bool pin_memory, bool non_blocking, int32_t memory_format, disp_tensor **out0) {
+  if (dtype < 0) dtype = self->dtype;
+  if (!device.has_value) {
+    device.type = self->device.type;
+    device.index = self->device.index;
+    device.has_value = true;
+  }
+  if (memory_format < 0) memory_format = DISP_MEMORY_FORMAT_PRESERVE;
+  disp_int_list size = {self->sizes, (size_t)self->ndim};
+  disp_tensor *r;
+  disp_status st;
+  if (memory_format == DISP_MEMORY_FORMAT_PRESERVE) {
+    if (disp__ew_is_non_overlapping_and_dense(self->sizes, self->strides, self->ndim)) {
+      disp_int_list stride = {self->strides, (size_t)self->ndim};
+      st = disp_aten_empty_strided(size, stride, dtype, layout, device, pin_memory, &r);
+      if (st != DISP_OK) return st;
+      return copy_into_fresh(r, self, non_blocking, out0);
+    }
+    memory_format = disp__ew_suggest_memory_format(self->sizes, self->strides, self->ndim);
+  }
+  st = disp_aten_empty_memory_format(size, dtype, layout, device, pin_memory, memory_format, &r);
+  if (st != DISP_OK) return st;
+  return copy_into_fresh(r, self, non_blocking, out0);
+}
+
+/* PyTorch's to_will_alias + to_impl. */
+static disp_status to_impl(disp_tensor *self, int32_t dtype, disp_opt_device device, bool non_blocking, bool copy,
+                           int32_t memory_format, disp_tensor **out) {
+  int mf = memory_format < 0 ? DISP_MEMORY_FORMAT_PRESERVE : memory_format;
+  int same_device = !device.has_value ||
+                    (device.type == (int32_t)self->device.type && device.index == self->device.index);
+  if (!copy && (dtype < 0 || dtype == (int32_t)self->dtype) && same_device &&
+      (mf == DISP_MEMORY_FORMAT_PRESERVE || disp__ew_suggest_memory_format(self->sizes, self->strides, self->ndim) == mf)) {
+    *out = disp_tensor_retain(self);
+    return DISP_OK;
+  }
+  disp_opt_bool no_pin = {false, false};
+  return disp_aten__to_copy(self, dtype, -1, device, no_pin, non_blocking, memory_format, out);
+}
+
+disp_status disp__cia_to_dtype(disp_tensor *self, int32_t dtype, bool non_blocking, bool copy, int32_t memory_format,
+                               disp_tensor **out0) {
+  disp_opt_device none = {0, 0, false};
+  return to_impl(self, dtype, none, non_blocking, copy, memory_format, out0);
+}
+
+disp_status disp__cia_to_device(disp_tensor *self, disp_opt_device device, int32_t dtype, bool non_blocking, bool copy,
+                                int32_t memory_format, disp_tensor **out0) {
+  return to_impl(self, dtype, device, non_blocking, copy, memory_format, out0);
+}
+
+disp_status disp__cea_clone(disp_tensor *self, int32_t memory_format, disp_tensor **out0) {
+  disp_opt_device none = {0, 0, false};
+  disp_opt_bool no_pin = {false, false};
+  disp_tensor *r;
+  disp_status st = disp_aten_empty_like(self, -1, -1, none, no_pin, memory_format, &r);
+  if (st != DISP_OK) return st;
+  return copy_into_fresh(r, self, false, out0);
+}
+
+disp_status disp__cia_contiguous(disp_tensor *self, int32_t memory_format, disp_tensor **out0) {
+  if (memory_format == DISP_MEMORY_FORMAT_PRESERVE)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "preserve memory format is unsupported by the contiguous operator");
+  if (memory_format < 0) memory_format = DISP_MEMORY_FORMAT_CONTIGUOUS;
+  if (disp__ew_is_contiguous_as(self->sizes, self->strides, self->ndim, memory_format)) {
+    *out0 = disp_tensor_retain(self);
+    return DISP_OK;
+  }
+  return disp_aten_clone(self, memory_format, out0);
+}
+
+/* ---- fill_, zero_ --------------------------------------------------------- */
+
+static disp_status fill_impl(disp_tensor *self, disp_scalar value, int write, disp_tensor **out) {
+  uint64_t elem[2] = {0, 0};
+  disp_status st = disp__ew_scalar_to_elem(value, self->dtype, elem);
+  if (st != DISP_OK) return st;
+  if (write && self->numel > 0) {
+    /* stride-0 (expanded) tensors are filled too: every alias gets the value */
+    int64_t zeros[DISP_TENSOR_MAX_DIMS] = {0};
+    disp__ew_copy_strided(disp_tensor_data_ptr(self), self->strides, self->dtype, elem, zeros, self->dtype,
+                       self->sizes, self->ndim);
+  }
+  *out = disp_tensor_retain(self);
+  return DISP_OK;
+}
+
+disp_status disp__cpu_fill__Scalar(disp_tensor *self, disp_scalar value, disp_tensor **out0) {
+  return fill_impl(self, value, 1, out0);
+}
+
+disp_status disp__meta_fill__Scalar(disp_tensor *self, disp_scalar value, disp_tensor **out0) {
+  return fill_impl(self, value, 0, out0);
+}
+
+disp_status disp__cpu_zero_(disp_tensor *self, disp_tensor **out0) {
+  return fill_impl(self, disp_scalar_int(0), 1, out0);
+}
+
+disp_status disp__meta_zero_(disp_tensor *self, disp_tensor **out0) {
+  return fill_impl(self, disp_scalar_int(0), 0, out0);
+}
+
+/* ---- item, _local_scalar_dense ------------------------------------------- */
+
+disp_status disp__cpu__local_scalar_dense(disp_tensor *self, disp_scalar *out0) {
+  /* 1.13 does not check the count; reading no element would be out of bounds */
+  if (self->numel == 0)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "a Tensor with 0 elements cannot be converted to Scalar");
+  const void *p = disp_tensor_data_ptr(self);
+  if (!p) return disp_set_error(DISP_ERR_INVALID_ARG, "_local_scalar_dense: tensor has no data");
+  if (self->dtype == DISP_DTYPE_BOOL)
+    *out0 = disp_scalar_bool(*(const uint8_t *)p != 0);
+  else if (disp_dtype_is_floating(self->dtype))
+    *out0 = disp_scalar_double(disp__load_double(p, self->dtype));
+  else
+    *out0 = disp_scalar_int(disp__load_int64(p, self->dtype));
+  return DISP_OK;
+}
+
+disp_status disp__cia_item(disp_tensor *self, disp_scalar *out0) {
+  if (self->numel != 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "a Tensor with %lld elements cannot be converted to Scalar",
+                          (long long)self->numel);
+  return disp_aten__local_scalar_dense(self, out0);
+}
+
+/* ---- resize_, set_ ----------------------------------------------------------- */
+
+static disp_status resize_impl(disp_tensor *self, disp_int_list size, int32_t memory_format, disp_tensor **out) {
+  if (!self->storage) return disp_set_error(DISP_ERR_INVALID_ARG, "resize_: tensor has no storage");
+  int n = (int)size.len;
+  if (size.len > DISP_TENSOR_MAX_DIMS)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "resize_: too many dimensions (%zu)", size.len);
+  disp_status st = disp__tensor_check_shape("resize_", size.data, NULL, n, NULL);
+  if (st != DISP_OK) return st;
+  int64_t strides[DISP_TENSOR_MAX_DIMS];
+  if (memory_format == DISP_MEMORY_FORMAT_PRESERVE)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Unsupported memory formatPreserve");
+  if (memory_format >= 0) {
+    st = disp__ew_strides_for_format(size.data, n, memory_format, strides);
+    if (st != DISP_OK) return st;
+  } else if (n == self->ndim && !memcmp(size.data, self->sizes, (size_t)n * sizeof(int64_t))) {
+    *out = disp_tensor_retain(self);
+    return DISP_OK;
+  } else {
+    disp__tensor_contiguous_strides(size.data, n, strides);
+  }
+  size_t need;
+  st = disp__tensor_storage_nbytes(size.data, strides, n, self->storage_offset, disp_dtype_itemsize(self->dtype), &need);
+  if (st != DISP_OK) return st;
+  if (need > self->storage->nbytes) {
+    st = disp__storage_resize(self->storage, need);
+    if (st != DISP_OK) return st;
+  }
+  st = disp__tensor_set_sizes_strides(self, size.data, strides, n);
+  if (st != DISP_OK) return st;
+  *out = disp_tensor_retain(self);
+  return DISP_OK;
+}
+
+disp_status disp__cpu_resize_(disp_tensor *self, disp_int_list size, int32_t memory_format, disp_tensor **out0) {
+  return resize_impl(self, size, memory_format, out0);
+}
+
+disp_status disp__meta_resize_(disp_tensor *self, disp_int_list size, int32_t memory_format, disp_tensor **out0) {
+  return resize_impl(self, size, memory_format, out0);
+}
+
+/* self now views `source` at offset with sizes/strides (strides NULL: contiguous). */
+static disp_status set_storage(disp_tensor *self, disp_storage *source, int64_t offset, const int64_t *sizes,
+                               const int64_t *strides, int ndim, disp_tensor **out) {
+  if (!self->storage) return disp_set_error(DISP_ERR_INVALID_ARG, "set_: tensor has no storage");
+  if (!source) return disp_set_error(DISP_ERR_INVALID_ARG, "set_: source storage is undefined");
+  if (!disp_device_equal(source->device, self->device) && source->device.type != self->device.type) {
+    char a[32], b[32];
+    disp_device_format(self->device, a, sizeof a);
+    disp_device_format(source->device, b, sizeof b);
+    return disp_set_error(DISP_ERR_INVALID_ARG,
+                          "Attempted to set the storage of a tensor on device \"%s\" to a storage on different "
+                          "device \"%s\".  This is no longer allowed; the devices must match.",
+                          a, b);
+  }
+  if (offset < 0)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Tensor: invalid storage offset %lld", (long long)offset);
+  /* validate the geometry against the storage through a throwaway view */
+  disp_tensor *probe;
+  disp_status st = disp_tensor_new_with_storage(source, offset, sizes, strides, ndim, self->dtype, self->keyset, &probe);
+  if (st != DISP_OK) return st;
+  st = disp__tensor_set_sizes_strides(self, probe->sizes, probe->strides, ndim);
+  if (st == DISP_OK) {
+    disp_storage *old = self->storage;
+    self->storage = disp_storage_retain(source);
+    disp_storage_release(old);
+    self->storage_offset = offset;
+    *out = disp_tensor_retain(self);
+  }
+  disp_tensor_release(probe);
+  return st;
+}
+
+static disp_status set_tensor_impl(disp_tensor *self, disp_tensor *source, disp_tensor **out) {
+  if (self->dtype != source->dtype)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected object of scalar type %s but got scalar type %s for argument 'source'",
+                          disp_dtype_torch_name(self->dtype), disp_dtype_torch_name(source->dtype));
+  if (self == source) {
+    *out = disp_tensor_retain(self);
+    return DISP_OK;
+  }
+  return set_storage(self, source->storage, source->storage_offset, source->sizes, source->strides, source->ndim, out);
+}
+
+disp_status disp__cpu_set__source_Tensor(disp_tensor *self, disp_tensor *source, disp_tensor **out0) {
+  return set_tensor_impl(self, source, out0);
+}
+
+disp_status disp__meta_set__source_Tensor(disp_tensor *self, disp_tensor *source, disp_tensor **out0) {
+  return set_tensor_impl(self, source, out0);
+}
+
+static disp_status set_whole_storage(disp_tensor *self, disp_storage *source, disp_tensor **out) {
+  if (!source) return disp_set_error(DISP_ERR_INVALID_ARG, "set_: source storage is undefined");
+  int64_t n = (int64_t)(source->nbytes / disp_dtype_itemsize(self->dtype));
+  int64_t one = 1;
+  return set_storage(self, source, 0, &n, &one, 1, out);
+}
+
+disp_status disp__cpu_set__source_Storage(disp_tensor *self, disp_storage *source, disp_tensor **out0) {
+  return set_whole_storage(self, source, out0);
+}
+
+disp_status disp__meta_set__source_Storage(disp_tensor *self, disp_storage *source, disp_tensor **out0) {
+  return set_whole_storage(self, source, out0);
+}
+
+static disp_status set_geometry(disp_tensor *self, disp_storage *source, int64_t storage_offset, disp_int_list size,
+                                disp_int_list stride, disp_tensor **out) {
+  if (size.len > DISP_TENSOR_MAX_DIMS)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "set_: too many dimensions (%zu)", size.len);
+  if (stride.len != 0 && stride.len != size.len)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "mismatch in length of strides and shape");
+  return set_storage(self, source, storage_offset, size.data, stride.len ? stride.data : NULL, (int)size.len, out);
+}
+
+disp_status disp__cpu_set__source_Storage_storage_offset(disp_tensor *self, disp_storage *source,
+                                                         int64_t storage_offset, disp_int_list size,
+                                                         disp_int_list stride, disp_tensor **out0) {
+  return set_geometry(self, source, storage_offset, size, stride, out0);
+}
+
+disp_status disp__meta_set__source_Storage_storage_offset(disp_tensor *self, disp_storage *source,
+                                                          int64_t storage_offset, disp_int_list size,
+                                                          disp_int_list stride, disp_tensor **out0) {
+  return set_geometry(self, source, storage_offset, size, stride, out0);
+}

@@ -1,0 +1,313 @@
+/*
+ * gemm.c - matrix multiply: CBLAS when the build has it, and a portable
+ * cache-blocked kernel (see gemm.h for the contract).
+ *
+ * The portable kernel packs a KC x NC panel of B and an MC x KC block of A
+ * into contiguous buffers (so any input strides cost one pass), then runs a
+ * 4-row micro-kernel whose inner loop over the panel's columns is a plain
+ * a*b+c over contiguous memory that compilers vectorize. C is scaled by beta
+ * once up front and then accumulated into block by block.
+ */
+#include "gemm.h"
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef DISP_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+#include "aten_internal.h"
+
+static atomic_int g_force_portable;
+
+int disp__gemm_force_portable(int on) { return atomic_exchange(&g_force_portable, on ? 1 : 0); }
+
+int disp__gemm_have_blas(void) {
+#ifdef DISP_HAVE_CBLAS
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+/* Block sizes: a B panel is KC*NC elements (256 KiB of doubles), an A block
+ * MC*KC; both stay in L2 while the micro-kernel streams over them. */
+enum { GEMM_MC = 64, GEMM_KC = 128, GEMM_NC = 256 };
+
+static disp_status oom(void) {
+  disp_set_error(DISP_ERR_NO_MEMORY, "gemm: out of memory");
+  return DISP_ERR_NO_MEMORY;
+}
+
+/* One portable kernel per accumulation type T: float, double, uint64_t (the
+ * integer types: wrapping arithmetic, which is what the narrower types give
+ * after truncation). */
+#define DEFINE_PORTABLE(NAME, T)                                                                   \
+  static disp_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t ars,      \
+                          int64_t acs, const T *b, int64_t brs, int64_t bcs, T beta, T *c,         \
+                          int64_t crs, int64_t ccs) {                                              \
+    for (int64_t i = 0; i < m; i++)                                                                \
+      for (int64_t j = 0; j < n; j++) {                                                            \
+        T *cp = c + i * crs + j * ccs;                                                             \
+        *cp = beta == (T)0 ? (T)0 : beta == (T)1 ? *cp : (T)(beta * *cp);                          \
+      }                                                                                            \
+    if (k == 0 || m == 0 || n == 0 || alpha == (T)0) return DISP_OK;                               \
+    T *bp = malloc(sizeof(T) * GEMM_KC * GEMM_NC);                                                 \
+    T *ap = malloc(sizeof(T) * GEMM_MC * GEMM_KC);                                                 \
+    if (!bp || !ap) {                                                                              \
+      free(bp), free(ap);                                                                          \
+      return oom();                                                                                \
+    }                                                                                              \
+    T acc[4][GEMM_NC];                                                                             \
+    for (int64_t jc = 0; jc < n; jc += GEMM_NC) {                                                  \
+      int64_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;                                            \
+      for (int64_t pc = 0; pc < k; pc += GEMM_KC) {                                                \
+        int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;                                          \
+        for (int64_t p = 0; p < kc; p++)                                                           \
+          for (int64_t j = 0; j < nc; j++) bp[p * nc + j] = b[(pc + p) * brs + (jc + j) * bcs];    \
+        for (int64_t ic = 0; ic < m; ic += GEMM_MC) {                                              \
+          int64_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;                                        \
+          for (int64_t i = 0; i < mc; i++)                                                         \
+            for (int64_t p = 0; p < kc; p++) ap[i * kc + p] = a[(ic + i) * ars + (pc + p) * acs];  \
+          for (int64_t i = 0; i < mc; i += 4) {                                                    \
+            int rows = mc - i < 4 ? (int)(mc - i) : 4;                                             \
+            for (int r = 0; r < 4; r++) memset(acc[r], 0, sizeof(T) * (size_t)nc);                 \
+            for (int64_t p = 0; p < kc; p++) {                                                     \
+              const T *brow = bp + p * nc;                                                         \
+              T a0 = ap[i * kc + p];                                                               \
+              T a1 = rows > 1 ? ap[(i + 1) * kc + p] : (T)0;                                       \
+              T a2 = rows > 2 ? ap[(i + 2) * kc + p] : (T)0;                                       \
+              T a3 = rows > 3 ? ap[(i + 3) * kc + p] : (T)0;                                       \
+              for (int64_t j = 0; j < nc; j++) {                                                   \
+                T bv = brow[j];                                                                    \
+                acc[0][j] += a0 * bv;                                                              \
+                acc[1][j] += a1 * bv;                                                              \
+                acc[2][j] += a2 * bv;                                                              \
+                acc[3][j] += a3 * bv;                                                              \
+              }                                                                                    \
+            }                                                                                      \
+            for (int r = 0; r < rows; r++) {                                                       \
+              T *crow = c + (ic + i + r) * crs + jc * ccs;                                         \
+              for (int64_t j = 0; j < nc; j++) crow[j * ccs] += alpha * acc[r][j];                 \
+            }                                                                                      \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    free(bp);                                                                                      \
+    free(ap);                                                                                      \
+    return DISP_OK;                                                                                \
+  }
+
+DEFINE_PORTABLE(portable_f32, float)
+DEFINE_PORTABLE(portable_f64, double)
+DEFINE_PORTABLE(portable_u64, uint64_t)
+
+#ifdef DISP_HAVE_CBLAS
+/* How a rows x cols operand with strides (rs, cs) looks to row-major BLAS:
+ * 1 and *tr and *ld set when it is row-major (NoTrans) or column-major (Trans)
+ * with a usable leading dimension; 0 when it must be packed. Strides of
+ * dimensions of size 1 do not matter. */
+static int blas_desc(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE *tr,
+                     int *ld) {
+  int64_t mr = rows > 1 ? rows : 1, mc = cols > 1 ? cols : 1;
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= mc)) {
+    int64_t l = rows <= 1 ? mc : rs;
+    if (l > INT_MAX) return 0;
+    *tr = CblasNoTrans, *ld = (int)l;
+    return 1;
+  }
+  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= mr)) {
+    int64_t l = cols <= 1 ? mr : cs;
+    if (l > INT_MAX) return 0;
+    *tr = CblasTrans, *ld = (int)l;
+    return 1;
+  }
+  return 0;
+}
+
+/* A contiguous row-major copy of a strided operand. */
+#define DEFINE_PACK(NAME, T)                                                              \
+  static T *NAME(int64_t rows, int64_t cols, const T *x, int64_t rs, int64_t cs) {        \
+    T *p = malloc(sizeof(T) * (size_t)(rows * cols > 0 ? rows * cols : 1));               \
+    if (!p) return NULL;                                                                  \
+    for (int64_t i = 0; i < rows; i++)                                                    \
+      for (int64_t j = 0; j < cols; j++) p[i * cols + j] = x[i * rs + j * cs];            \
+    return p;                                                                             \
+  }
+DEFINE_PACK(pack_f32, float)
+DEFINE_PACK(pack_f64, double)
+
+/* BLAS for T: transposes the problem when C is column-major, packs A/B
+ * whose layout BLAS cannot take, and computes into a row-major scratch C
+ * when C itself is neither row- nor column-major. */
+/* (A column-major C is computed as C^T = B^T A^T, all row-major.) */
+#define DEFINE_BLAS(NAME, T, GEMM, PACK, PORTABLE)                                                \
+  static disp_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t ars,     \
+                          int64_t acs, const T *b, int64_t brs, int64_t bcs, T beta, T *c,        \
+                          int64_t crs, int64_t ccs) {                                             \
+    CBLAS_TRANSPOSE ta, tb, tc;                                                                   \
+    int lda, ldb, ldc;                                                                            \
+    if (m == 0 || n == 0) return DISP_OK;                                                         \
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)                                                \
+      return PORTABLE(m, n, k, alpha, a, ars, acs, b, brs, bcs, beta, c, crs, ccs);               \
+    if (!blas_desc(m, n, crs, ccs, &tc, &ldc))                                                    \
+      goto scratch;                                                                               \
+    if (tc == CblasTrans)                                      \
+      return NAME(n, m, k, alpha, b, bcs, brs, a, acs, ars, beta, c, ccs, crs);                   \
+    {                                                                                             \
+      T *pa = NULL, *pb = NULL;                                                                   \
+      if (!blas_desc(m, k, ars, acs, &ta, &lda)) {                                                \
+        if (!(pa = PACK(m, k, a, ars, acs))) return oom();                                        \
+        a = pa, ta = CblasNoTrans, lda = k > 1 ? (int)k : 1;                                      \
+      }                                                                                           \
+      if (!blas_desc(k, n, brs, bcs, &tb, &ldb)) {                                                \
+        if (!(pb = PACK(k, n, b, brs, bcs))) {                                                    \
+          free(pa);                                                                               \
+          return oom();                                                                           \
+        }                                                                                         \
+        b = pb, tb = CblasNoTrans, ldb = n > 1 ? (int)n : 1;                                      \
+      }                                                                                           \
+      GEMM(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, lda, b, ldb, beta, c, ldc);   \
+      free(pa);                                                                                   \
+      free(pb);                                                                                   \
+      return DISP_OK;                                                                             \
+    }                                                                                             \
+  scratch: {                                                                                      \
+    T *s = beta == (T)0 ? malloc(sizeof(T) * (size_t)(m * n)) : PACK(m, n, c, crs, ccs);          \
+    if (!s) return oom();                                                                         \
+    disp_status st = NAME(m, n, k, alpha, a, ars, acs, b, brs, bcs, beta, s, n, 1);               \
+    if (st == DISP_OK)                                                                            \
+      for (int64_t i = 0; i < m; i++)                                                             \
+        for (int64_t j = 0; j < n; j++) c[i * crs + j * ccs] = s[i * n + j];                      \
+    free(s);                                                                                      \
+    return st;                                                                                    \
+  }                                                                                               \
+  }
+DEFINE_BLAS(blas_f32, float, cblas_sgemm, pack_f32, portable_f32)
+DEFINE_BLAS(blas_f64, double, cblas_dgemm, pack_f64, portable_f64)
+#endif
+
+disp_status disp__gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a, disp__mat b,
+                           float beta, disp__mat c) {
+#ifdef DISP_HAVE_CBLAS
+  if (!atomic_load_explicit(&g_force_portable, memory_order_relaxed))
+    return blas_f32(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
+                    c.cs);
+#endif
+  return portable_f32(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
+                      c.cs);
+}
+
+disp_status disp__gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, disp__mat a,
+                           disp__mat b, double beta, disp__mat c) {
+#ifdef DISP_HAVE_CBLAS
+  if (!atomic_load_explicit(&g_force_portable, memory_order_relaxed))
+    return blas_f64(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
+                    c.cs);
+#endif
+  return portable_f64(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
+                      c.cs);
+}
+
+/* ---- other dtypes: convert to the accumulation type, multiply, store ---- */
+
+static int64_t load_i64(const void *p, disp_dtype dt) {
+  switch (dt) {
+    case DISP_DTYPE_INT64: return *(const int64_t *)p;
+    case DISP_DTYPE_INT32: return *(const int32_t *)p;
+    case DISP_DTYPE_INT16: return *(const int16_t *)p;
+    case DISP_DTYPE_INT8: return *(const int8_t *)p;
+    case DISP_DTYPE_UINT8: return *(const uint8_t *)p;
+    case DISP_DTYPE_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+  }
+}
+
+static void store_i64(void *p, disp_dtype dt, uint64_t v) {
+  switch (dt) {
+    case DISP_DTYPE_INT64: *(int64_t *)p = (int64_t)v; break;
+    case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)(uint32_t)v; break;
+    case DISP_DTYPE_INT16: *(int16_t *)p = (int16_t)(uint16_t)v; break;
+    case DISP_DTYPE_INT8: *(int8_t *)p = (int8_t)(uint8_t)v; break;
+    case DISP_DTYPE_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+    case DISP_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+  }
+}
+
+static uint64_t scalar_u64(disp_scalar s) {
+  switch (s.kind) {
+    case DISP_SCALAR_INT: return (uint64_t)s.v.i;
+    case DISP_SCALAR_BOOL: return s.v.b;
+    case DISP_SCALAR_DOUBLE: return (uint64_t)(int64_t)s.v.d;
+    default: return 0;
+  }
+}
+
+disp_status disp__gemm(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scalar alpha,
+                       disp__mat a, disp__mat b, disp_scalar beta, disp__mat c) {
+  if (dt == DISP_DTYPE_FLOAT32)
+    return disp__gemm_f32(m, n, k, (float)disp_scalar_to_double(alpha), a, b,
+                          (float)disp_scalar_to_double(beta), c);
+  if (dt == DISP_DTYPE_FLOAT64)
+    return disp__gemm_f64(m, n, k, disp_scalar_to_double(alpha), a, b, disp_scalar_to_double(beta),
+                          c);
+  if (m == 0 || n == 0) return DISP_OK;
+  size_t isz = disp_dtype_itemsize(dt);
+  int fl = disp_dtype_is_floating(dt);
+  size_t esz = fl ? sizeof(float) : sizeof(uint64_t);
+  size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
+  char *buf = malloc(esz * (na + nb + nc) + 1);
+  if (!buf) return oom();
+  char *pa = buf, *pb = buf + esz * na, *pc = pb + esz * nb;
+  const char *ad = a.data, *bd = b.data;
+  char *cd = c.data;
+  int beta_zero = disp_scalar_to_double(beta) == 0.0;
+#define ELEM(base, mat, i, j) ((base) + ((i) * (mat).rs + (j) * (mat).cs) * (int64_t)isz)
+  disp_status st;
+  if (fl) {
+    float *fa = (float *)pa, *fb = (float *)pb, *fc = (float *)pc;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t p = 0; p < k; p++) fa[i * k + p] = (float)disp__load_f64(ELEM(ad, a, i, p), dt);
+    for (int64_t p = 0; p < k; p++)
+      for (int64_t j = 0; j < n; j++) fb[p * n + j] = (float)disp__load_f64(ELEM(bd, b, p, j), dt);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        fc[i * n + j] = beta_zero ? 0.0f : (float)disp__load_f64(ELEM(cd, c, i, j), dt);
+    st = portable_f32(m, n, k, (float)disp_scalar_to_double(alpha), fa, k, 1, fb, n, 1,
+                      (float)disp_scalar_to_double(beta), fc, n, 1);
+    if (st == DISP_OK)
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) disp__store_f64(ELEM(cd, c, i, j), dt, fc[i * n + j]);
+  } else if (dt == DISP_DTYPE_BOOL) {
+    /* Boolean semiring: or over and; alpha/beta act as truth values. */
+    int al = disp_scalar_to_double(alpha) != 0.0, be = !beta_zero;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        int v = be && *ELEM(cd, c, i, j);
+        for (int64_t p = 0; p < k && !v; p++) v = al && *ELEM(ad, a, i, p) && *ELEM(bd, b, p, j);
+        *ELEM(cd, c, i, j) = (char)v;
+      }
+    st = DISP_OK;
+  } else {
+    uint64_t *ua = (uint64_t *)pa, *ub = (uint64_t *)pb, *uc = (uint64_t *)pc;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t p = 0; p < k; p++) ua[i * k + p] = (uint64_t)load_i64(ELEM(ad, a, i, p), dt);
+    for (int64_t p = 0; p < k; p++)
+      for (int64_t j = 0; j < n; j++) ub[p * n + j] = (uint64_t)load_i64(ELEM(bd, b, p, j), dt);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        uc[i * n + j] = beta_zero ? 0 : (uint64_t)load_i64(ELEM(cd, c, i, j), dt);
+    st = portable_u64(m, n, k, scalar_u64(alpha), ua, k, 1, ub, n, 1, scalar_u64(beta), uc, n, 1);
+    if (st == DISP_OK)
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) store_i64(ELEM(cd, c, i, j), dt, uc[i * n + j]);
+  }
+#undef ELEM
+  free(buf);
+  return st;
+}

@@ -1,0 +1,394 @@
+/*
+ * linalg.c - mm, addmm, bmm (CPU and Meta), matmul and linear (composites
+ * over the dispatched mm/bmm/addmm and view ops, as PyTorch 1.13 writes them).
+ *
+ * CPU and Meta share one geometry/validation function per op, so the Meta
+ * kernels reject exactly what the CPU ones reject and agree on shapes. The
+ * products themselves go through gemm.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "aten_internal.h"
+#include "aten_kernels.h"
+#include "gemm.h"
+
+#define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
+
+static const char *tname(disp_dtype dt) { return disp_dtype_torch_name(dt); }
+
+/* A matrix view of dims (d0, d1) of t, batch element b along dim 0 for 3-D. */
+static disp__mat mat_of(disp_tensor *t, int d0, int d1, int64_t b) {
+  disp__mat m;
+  char *base = disp_tensor_data_ptr(t);
+  int64_t off = t->ndim == 3 ? b * t->strides[0] : 0;
+  m.data = base ? base + off * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
+  m.rs = t->strides[d0];
+  m.cs = t->strides[d1];
+  return m;
+}
+
+/* PyTorch's "expected scalar type X but found Y" (data_ptr<T> of an operand
+ * whose dtype differs from the result's). */
+static disp_status check_same_dtype(const char *op, disp_dtype want, const disp_tensor *t) {
+  if (t->dtype != want)
+    return FAIL("%s: expected scalar type %s but found %s", op, tname(want), tname(t->dtype));
+  return DISP_OK;
+}
+
+/* The dtypes PyTorch 1.13's CPU addmm_impl_cpu_ dispatches over. */
+static disp_status check_gemm_dtype(const char *op, const char *kname, disp_dtype dt, int allow_half) {
+  if ((dt == DISP_DTYPE_FLOAT16 && !allow_half) || dt == DISP_DTYPE_BOOL || dt == DISP_DTYPE_QUINT8)
+    return FAIL("%s: \"%s\" not implemented for '%s'", op, kname, tname(dt));
+  return DISP_OK;
+}
+
+static disp_status shapes_mismatch(const char *op, const disp_tensor *a, const disp_tensor *b) {
+  return FAIL("%s: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
+              (long long)a->sizes[0], (long long)a->sizes[1], (long long)b->sizes[0],
+              (long long)b->sizes[1]);
+}
+
+static disp_status new_like_device(const int64_t *sizes, int ndim, disp_dtype dt,
+                                   const disp_tensor *like, disp_tensor **out) {
+  return disp_tensor_empty(sizes, ndim, dt, like->device, out);
+}
+
+/* ---- mm ------------------------------------------------------------------ */
+
+static disp_status mm_geometry(disp_tensor *self, disp_tensor *mat2, int64_t *sizes) {
+  if (self->ndim != 2) return FAIL("mm: self must be a matrix");
+  if (mat2->ndim != 2) return FAIL("mm: mat2 must be a matrix");
+  if (self->sizes[1] != mat2->sizes[0]) return shapes_mismatch("mm", self, mat2);
+  sizes[0] = self->sizes[0];
+  sizes[1] = mat2->sizes[1];
+  return DISP_OK;
+}
+
+disp_status disp__meta_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
+  int64_t sz[2];
+  disp_status st = mm_geometry(self, mat2, sz);
+  if (st == DISP_OK) st = check_same_dtype("mm", self->dtype, mat2);
+  if (st != DISP_OK) return st;
+  return new_like_device(sz, 2, self->dtype, self, out0);
+}
+
+disp_status disp__cpu_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
+  int64_t sz[2];
+  disp_status st = mm_geometry(self, mat2, sz);
+  if (st == DISP_OK) st = check_gemm_dtype("mm", "addmm_impl_cpu_", self->dtype, 0);
+  if (st == DISP_OK) st = check_same_dtype("mm", self->dtype, mat2);
+  if (st != DISP_OK) return st;
+  disp_tensor *out;
+  if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
+  st = disp__gemm(self->dtype, sz[0], sz[1], self->sizes[1], disp_scalar_int(1),
+                  mat_of(self, 0, 1, 0), mat_of(mat2, 0, 1, 0), disp_scalar_int(0),
+                  mat_of(out, 0, 1, 0));
+  if (st != DISP_OK) {
+    disp_tensor_release(out);
+    return st;
+  }
+  *out0 = out;
+  return DISP_OK;
+}
+
+/* ---- addmm ------------------------------------------------------------------ */
+
+/* PyTorch's expand_size check of `self` against (m, n). */
+static disp_status check_expand(const char *op, const disp_tensor *self, const int64_t *target) {
+  if (self->ndim > 2)
+    return FAIL("%s: expand: the number of sizes provided (2) must be greater or equal to the number "
+                "of dimensions in the tensor (%d)", op, self->ndim);
+  for (int i = 0; i < self->ndim; i++) {
+    int d = 2 - self->ndim + i;
+    int64_t s = self->sizes[i];
+    if (s != 1 && s != target[d]) {
+      char ts[128];
+      int n = snprintf(ts, sizeof ts, "[");
+      for (int j = 0; j < self->ndim; j++)
+        n += snprintf(ts + n, sizeof ts - (size_t)n, "%s%lld", j ? ", " : "", (long long)self->sizes[j]);
+      snprintf(ts + n, sizeof ts - (size_t)n, "]");
+      return FAIL("%s: The expanded size of the tensor (%lld) must match the existing size (%lld) at "
+                  "non-singleton dimension %d.  Target sizes: [%lld, %lld].  Tensor sizes: %s", op,
+                  (long long)target[d], (long long)s, d, (long long)target[0], (long long)target[1], ts);
+    }
+  }
+  return DISP_OK;
+}
+
+static disp_status addmm_geometry(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
+                                  int64_t *sizes) {
+  if (mat1->ndim != 2) return FAIL("addmm: mat1 must be a matrix, got %d-D tensor", mat1->ndim);
+  if (mat2->ndim != 2) return FAIL("addmm: mat2 must be a matrix, got %d-D tensor", mat2->ndim);
+  if (mat1->sizes[1] != mat2->sizes[0]) return shapes_mismatch("addmm", mat1, mat2);
+  sizes[0] = mat1->sizes[0];
+  sizes[1] = mat2->sizes[1];
+  disp_status st = check_expand("addmm", self, sizes);
+  if (st == DISP_OK) st = check_same_dtype("addmm", self->dtype, mat1);
+  if (st == DISP_OK) st = check_same_dtype("addmm", self->dtype, mat2);
+  return st;
+}
+
+disp_status disp__meta_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
+                             disp_scalar beta, disp_scalar alpha, disp_tensor **out0) {
+  (void)beta, (void)alpha;
+  int64_t sz[2];
+  disp_status st = addmm_geometry(self, mat1, mat2, sz);
+  if (st != DISP_OK) return st;
+  return new_like_device(sz, 2, self->dtype, self, out0);
+}
+
+disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
+                            disp_scalar beta, disp_scalar alpha, disp_tensor **out0) {
+  int64_t sz[2];
+  disp_status st = addmm_geometry(self, mat1, mat2, sz);
+  if (st == DISP_OK) st = check_gemm_dtype("addmm", "addmm_impl_cpu_", self->dtype, 0);
+  if (st != DISP_OK) return st;
+  disp_tensor *out;
+  if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
+  int beta_zero = disp_scalar_to_double(beta) == 0.0;
+  if (!beta_zero) {
+    /* out = self broadcast to (m, n); the gemm then scales it by beta. */
+    size_t isz = disp_dtype_itemsize(self->dtype);
+    int64_t s0 = self->ndim == 2 && self->sizes[0] != 1 ? self->strides[0] : 0;
+    int64_t s1 = self->ndim >= 1 && self->sizes[self->ndim - 1] != 1 ? self->strides[self->ndim - 1] : 0;
+    const char *src = disp_tensor_data_ptr(self);
+    char *dst = disp_tensor_data_ptr(out);
+    for (int64_t i = 0; i < sz[0]; i++)
+      for (int64_t j = 0; j < sz[1]; j++)
+        memcpy(dst + (size_t)(i * sz[1] + j) * isz, src + (i * s0 + j * s1) * (int64_t)isz, isz);
+  }
+  st = disp__gemm(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, mat_of(mat1, 0, 1, 0),
+                  mat_of(mat2, 0, 1, 0), beta_zero ? disp_scalar_int(0) : beta, mat_of(out, 0, 1, 0));
+  if (st != DISP_OK) {
+    disp_tensor_release(out);
+    return st;
+  }
+  *out0 = out;
+  return DISP_OK;
+}
+
+/* ---- bmm ------------------------------------------------------------------ */
+
+static disp_status bmm_geometry(disp_tensor *self, disp_tensor *mat2, int64_t *sizes) {
+  if (self->ndim != 3) return FAIL("bmm: batch1 must be a 3D tensor");
+  if (mat2->ndim != 3) return FAIL("bmm: batch2 must be a 3D tensor");
+  int64_t b = self->sizes[0], k = self->sizes[2];
+  if (mat2->sizes[0] != b || mat2->sizes[1] != k)
+    return FAIL("bmm: Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
+                "got: [%lld, %lld].", (long long)b, (long long)k, (long long)mat2->sizes[0],
+                (long long)mat2->sizes[1]);
+  sizes[0] = b;
+  sizes[1] = self->sizes[1];
+  sizes[2] = mat2->sizes[2];
+  return check_same_dtype("bmm", self->dtype, mat2);
+}
+
+disp_status disp__meta_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
+  int64_t sz[3];
+  disp_status st = bmm_geometry(self, mat2, sz);
+  if (st != DISP_OK) return st;
+  return new_like_device(sz, 3, self->dtype, self, out0);
+}
+
+disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
+  int64_t sz[3];
+  disp_status st = bmm_geometry(self, mat2, sz);
+  /* 1.13's bmm takes float16 too (its small-matrix loop dispatches over it). */
+  if (st == DISP_OK) st = check_gemm_dtype("bmm", "bmm", self->dtype, 1);
+  if (st != DISP_OK) return st;
+  disp_tensor *out;
+  if ((st = new_like_device(sz, 3, self->dtype, self, &out)) != DISP_OK) return st;
+  for (int64_t b = 0; b < sz[0] && st == DISP_OK; b++)
+    st = disp__gemm(self->dtype, sz[1], sz[2], self->sizes[2], disp_scalar_int(1),
+                    mat_of(self, 1, 2, b), mat_of(mat2, 1, 2, b), disp_scalar_int(0),
+                    mat_of(out, 1, 2, b));
+  if (st != DISP_OK) {
+    disp_tensor_release(out);
+    return st;
+  }
+  *out0 = out;
+  return DISP_OK;
+}
+
+/* ---- matmul (CompositeImplicitAutograd) ------------------------------------ */
+
+static disp_int_list ilist(const int64_t *v, int n) {
+  disp_int_list l = {v, (size_t)n};
+  return l;
+}
+
+/* Replaces *t by op(*t) (releasing the old one); on error *t is released and NULL. */
+#define CHAIN(t, call)                    \
+  do {                                    \
+    disp_tensor *nt_ = NULL;              \
+    disp_status cs_ = (call);             \
+    disp_tensor_release(t);               \
+    (t) = nt_;                            \
+    if (cs_ != DISP_OK) return cs_;       \
+  } while (0)
+
+/* 1-D . 1-D: PyTorch calls dot; here (1,n) @ (n,1) viewed as 0-dim. */
+static disp_status matmul_dot(disp_tensor *a, disp_tensor *b, disp_tensor **out) {
+  if (a->sizes[0] != b->sizes[0])
+    return FAIL("dot: inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the "
+                "same number of elements, but got %lld and %lld elements respectively",
+                (long long)a->sizes[0], (long long)b->sizes[0], (long long)a->sizes[0],
+                (long long)b->sizes[0]);
+  if (a->dtype != b->dtype)
+    return FAIL("dot: expected both vectors to have same dtype, but found %s and %s", tname(a->dtype),
+                tname(b->dtype));
+  disp_tensor *x = NULL, *y = NULL, *r = NULL;
+  disp_status st = disp_aten_unsqueeze(a, 0, &x);
+  if (st == DISP_OK) st = disp_aten_unsqueeze(b, 1, &y);
+  if (st == DISP_OK) st = disp_aten_mm(x, y, &r);
+  disp_tensor_release(x);
+  disp_tensor_release(y);
+  if (st != DISP_OK) return st;
+  CHAIN(r, disp_aten_reshape(r, ilist(NULL, 0), &nt_));
+  *out = r;
+  return DISP_OK;
+}
+
+/* Broadcast of two batch shapes (PyTorch's infer_size wording). */
+static disp_status broadcast_batch(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
+                                   int *nout) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int ia = na - n + i, ib = nb - n + i;
+    int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      return FAIL("matmul: The size of tensor a (%lld) must match the size of tensor b (%lld) at "
+                  "non-singleton dimension %d", (long long)sa, (long long)sb, i);
+    out[i] = sa == 1 ? sb : sa;
+  }
+  *nout = n;
+  return DISP_OK;
+}
+
+disp_status disp__cia_matmul(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
+  int d1 = self->ndim, d2 = other->ndim;
+  if (d1 == 0 || d2 == 0)
+    return FAIL("matmul: both arguments to matmul need to be at least 1D, but they are %dD and %dD", d1, d2);
+  if (d1 == 1 && d2 == 1) return matmul_dot(self, other, out0);
+  disp_tensor *r = NULL;
+  if (d1 == 2 && d2 == 1) { /* mv */
+    disp_tensor *v = NULL;
+    disp_status st = disp_aten_unsqueeze(other, 1, &v);
+    if (st == DISP_OK) st = disp_aten_mm(self, v, &r);
+    disp_tensor_release(v);
+    if (st != DISP_OK) return st;
+    CHAIN(r, disp_aten_squeeze_dim(r, -1, &nt_));
+    *out0 = r;
+    return DISP_OK;
+  }
+  if (d1 == 1 && d2 == 2) {
+    disp_tensor *v = NULL;
+    disp_status st = disp_aten_unsqueeze(self, 0, &v);
+    if (st == DISP_OK) st = disp_aten_mm(v, other, &r);
+    disp_tensor_release(v);
+    if (st != DISP_OK) return st;
+    CHAIN(r, disp_aten_squeeze_dim(r, 0, &nt_));
+    *out0 = r;
+    return DISP_OK;
+  }
+  if (d1 == 2 && d2 == 2) return disp_aten_mm(self, other, out0);
+
+  int64_t osz[DISP_TENSOR_MAX_DIMS + 2];
+  if (d1 >= 3 && (d2 == 1 || d2 == 2)) {
+    /* Fold self's batch into its rows: one mm. */
+    int64_t shape[2] = {-1, self->sizes[d1 - 1]};
+    disp_tensor *f = NULL, *v = NULL;
+    disp_status st = disp_aten_reshape(self, ilist(shape, 2), &f);
+    if (st == DISP_OK) st = d2 == 1 ? disp_aten_unsqueeze(other, 1, &v) : DISP_OK;
+    if (st == DISP_OK) st = disp_aten_mm(f, d2 == 1 ? v : other, &r);
+    disp_tensor_release(f);
+    disp_tensor_release(v);
+    if (st != DISP_OK) return st;
+    int n = 0;
+    for (int i = 0; i < d1 - 1; i++) osz[n++] = self->sizes[i];
+    if (d2 == 2) osz[n++] = other->sizes[1];
+    CHAIN(r, disp_aten_view(r, ilist(osz, n), &nt_));
+    *out0 = r;
+    return DISP_OK;
+  }
+
+  /* General batched case: broadcast the batch dims, bmm, reshape. */
+  int64_t n = d1 > 1 ? self->sizes[d1 - 2] : 1, m1 = self->sizes[d1 - 1];
+  int64_t m2 = d2 > 1 ? other->sizes[d2 - 2] : other->sizes[0];
+  int64_t p = d2 > 1 ? other->sizes[d2 - 1] : 1;
+  (void)m2;
+  int64_t batch[DISP_TENSOR_MAX_DIMS];
+  int nb = 0;
+  disp_status st = broadcast_batch(self->sizes, d1 > 2 ? d1 - 2 : 0, other->sizes, d2 > 2 ? d2 - 2 : 0,
+                                   batch, &nb);
+  if (st != DISP_OK) return st;
+  int64_t bprod = 1;
+  for (int i = 0; i < nb; i++) bprod *= batch[i];
+
+  int64_t e1[DISP_TENSOR_MAX_DIMS + 2], e2[DISP_TENSOR_MAX_DIMS + 2];
+  memcpy(e1, batch, sizeof(int64_t) * (size_t)nb);
+  memcpy(e2, batch, sizeof(int64_t) * (size_t)nb);
+  e1[nb] = n, e1[nb + 1] = m1;
+  e2[nb] = d2 > 1 ? other->sizes[d2 - 2] : other->sizes[0], e2[nb + 1] = p;
+  int64_t f1[3] = {bprod, n, m1}, f2[3] = {bprod, e2[nb], p};
+
+  disp_tensor *t1 = NULL, *t2 = NULL;
+  st = d1 == 1 ? disp_aten_unsqueeze(self, 0, &t1) : (disp_tensor_retain(self), t1 = self, DISP_OK);
+  if (st == DISP_OK) st = d2 == 1 ? disp_aten_unsqueeze(other, 1, &t2) : (disp_tensor_retain(other), t2 = other, DISP_OK);
+  if (st == DISP_OK) {
+    disp_tensor *x = NULL;
+    st = disp_aten_expand(t1, ilist(e1, nb + 2), false, &x);
+    disp_tensor_release(t1);
+    t1 = NULL;
+    if (st == DISP_OK) st = disp_aten_reshape(x, ilist(f1, 3), &t1);
+    disp_tensor_release(x);
+  }
+  if (st == DISP_OK) {
+    disp_tensor *x = NULL;
+    st = disp_aten_expand(t2, ilist(e2, nb + 2), false, &x);
+    disp_tensor_release(t2);
+    t2 = NULL;
+    if (st == DISP_OK) st = disp_aten_reshape(x, ilist(f2, 3), &t2);
+    disp_tensor_release(x);
+  }
+  if (st == DISP_OK) st = disp_aten_bmm(t1, t2, &r);
+  disp_tensor_release(t1);
+  disp_tensor_release(t2);
+  if (st != DISP_OK) return st;
+  int no = nb;
+  memcpy(osz, batch, sizeof(int64_t) * (size_t)nb);
+  if (d1 > 1) osz[no++] = n;
+  if (d2 > 1) osz[no++] = p;
+  CHAIN(r, disp_aten_view(r, ilist(osz, no), &nt_));
+  *out0 = r;
+  return DISP_OK;
+}
+
+/* ---- linear (CompositeImplicitAutograd) -------------------------------------- */
+
+disp_status disp__cia_linear(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
+                             disp_tensor **out0) {
+  disp_tensor *wt = NULL, *r = NULL;
+  disp_status st = disp_aten_t(weight, &wt);
+  if (st != DISP_OK) return st;
+  if (input->ndim == 2 && bias) {
+    st = disp_aten_addmm(bias, input, wt, disp_scalar_int(1), disp_scalar_int(1), out0);
+    disp_tensor_release(wt);
+    return st;
+  }
+  st = disp_aten_matmul(input, wt, &r);
+  disp_tensor_release(wt);
+  if (st != DISP_OK) return st;
+  if (bias) {
+    disp_tensor *same = NULL;
+    st = disp_aten_add__Tensor(r, bias, disp_scalar_int(1), &same);
+    disp_tensor_release(same);
+    if (st != DISP_OK) {
+      disp_tensor_release(r);
+      return st;
+    }
+  }
+  *out0 = r;
+  return DISP_OK;
+}

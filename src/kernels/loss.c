@@ -1,0 +1,476 @@
+/*
+ * loss.c - mse_loss (+ backward), nll_loss_forward/backward, and the
+ * nll_loss and cross_entropy_loss composites.
+ *
+ * Reductions: 0 none, 1 mean, 2 sum (at::Reduction).
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "aten_internal.h"
+#include "aten_kernels.h"
+#include "disp/aten.h"
+#include "dtype_cast.h"
+#include "tensor_iter.h"
+
+enum { RED_NONE, RED_MEAN, RED_SUM };
+
+/* ---- mse_loss ----------------------------------------------------------------- */
+
+DISP_DEF_LOOP2(mse_f32, f32, f32, (a - b) * (a - b))
+DISP_DEF_LOOP2(mse_f64, f64, f64, (a - b) * (a - b))
+DISP_LOOP_TABLE(mse_loops, [DISP_DTYPE_FLOAT32] = mse_f32, [DISP_DTYPE_FLOAT64] = mse_f64);
+
+/* operands: out, self, target, grad_output; k0 the norm */
+#define MSE_BWD(name, T)                                                                          \
+  static void name(char **d, const int64_t *s, int64_t n, const void *ctx) {                     \
+    T norm = (T)((const disp_titer_consts *)ctx)->d[0];                                           \
+    for (int64_t i = 0; i < n; i++) {                                                             \
+      T x = *(const T *)(d[1] + i * s[1]), y = *(const T *)(d[2] + i * s[2]);                     \
+      T g = *(const T *)(d[3] + i * s[3]);                                                        \
+      *(T *)(d[0] + i * s[0]) = norm * (x - y) * g;                                               \
+    }                                                                                             \
+  }
+MSE_BWD(mse_bwd_f32, float)
+MSE_BWD(mse_bwd_f64, double)
+DISP_LOOP_TABLE(mse_bwd_loops, [DISP_DTYPE_FLOAT32] = mse_bwd_f32, [DISP_DTYPE_FLOAT64] = mse_bwd_f64);
+
+static disp_status reduce_loss(disp_tensor *loss, int64_t reduction, disp_tensor **out0) {
+  if (reduction == RED_NONE) {
+    *out0 = loss;
+    return DISP_OK;
+  }
+  disp_status st = reduction == RED_MEAN ? disp_aten_mean(loss, -1, out0) : disp_aten_sum(loss, -1, out0);
+  disp_tensor_release(loss);
+  return st;
+}
+
+static disp_status mse_impl(disp_tensor *self, disp_tensor *target, int64_t reduction, disp_tensor **out0) {
+  if (reduction < 0 || reduction > 2)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "%lld is not a valid value for reduction",
+                          (long long)reduction);
+  disp_tensor *ins[2] = {self, target}, *loss;
+  disp_dtype common = disp__result_type2(self, target);
+  disp_status st = disp__pointwise("mse_loss", "mse_cpu", DISP_PW_FRESH, NULL, ins, 2, common, common, mse_loops,
+                                   NULL, &loss);
+  if (st != DISP_OK) return st;
+  return reduce_loss(loss, reduction, out0);
+}
+disp_status disp__cpu_mse_loss(disp_tensor *self, disp_tensor *target, int64_t reduction, disp_tensor **out0) {
+  return mse_impl(self, target, reduction, out0);
+}
+disp_status disp__meta_mse_loss(disp_tensor *self, disp_tensor *target, int64_t reduction, disp_tensor **out0) {
+  return mse_impl(self, target, reduction, out0);
+}
+
+/* On Meta the same geometry is built and disp__pointwise computes nothing. */
+static disp_status mse_backward_impl(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
+                                     int64_t reduction, disp_tensor **out0) {
+  disp__result_state s;
+  disp__result_state_init(&s);
+  disp__result_state_tensor(&s, self);
+  disp__result_state_tensor(&s, target);
+  disp__result_state_tensor(&s, grad_output);
+  disp_dtype common = (disp_dtype)disp__result_state_get(&s);
+  disp_titer_consts c;
+  c.d[0] = reduction == RED_MEAN ? 2.0 / (double)self->numel : 2.0;
+  disp_tensor *ins[3] = {self, target, grad_output}, *out;
+  /* PyTorch writes into a contiguous zeros_like(self) */
+  int64_t shape[DISP_TITER_MAX_DIMS];
+  int nd;
+  disp_status st = disp__titer_broadcast("mse_loss_backward", ins, 3, shape, &nd);
+  if (st != DISP_OK) return st;
+  if ((st = disp_tensor_empty(shape, nd, common, self->device, &out)) != DISP_OK) return st;
+  st = disp__pointwise("mse_loss_backward", "mse_backward_cpu_out", DISP_PW_OUT, out, ins, 3, common, common,
+                       mse_bwd_loops, &c, out0);
+  disp_tensor_release(out);
+  return st;
+}
+disp_status disp__cpu_mse_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
+                                        int64_t reduction, disp_tensor **out0) {
+  return mse_backward_impl(grad_output, self, target, reduction, out0);
+}
+disp_status disp__meta_mse_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
+                                         int64_t reduction, disp_tensor **out0) {
+  return mse_backward_impl(grad_output, self, target, reduction, out0);
+}
+
+/* ---- nll_loss ----------------------------------------------------------------- */
+
+static char *data_of(const disp_tensor *t) {
+  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
+  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
+}
+
+static void format_sizes(char *buf, size_t n, const disp_tensor *t) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < t->ndim && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* The checks both nll kernels share; *batch is N (1 without a batch dim). */
+static disp_status nll_check(const char *op, const disp_tensor *self, const disp_tensor *target,
+                             const disp_tensor *weight, int64_t reduction, int64_t *batch, int64_t *classes) {
+  (void)op; /* the dispatcher prefixes the operator's name to messages */
+  if (self->ndim < 1 || self->ndim > 2)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "input tensor should be 1D or 2D");
+  if (target->ndim > 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "0D or 1D target tensor expected, multi-target not supported");
+  int no_batch = self->ndim == 1 && target->ndim == 0;
+  if (!no_batch && self->sizes[0] != target->sizes[0]) {
+    char a[128], b[128];
+    format_sizes(a, sizeof a, self);
+    format_sizes(b, sizeof b, target);
+    return disp_set_error(DISP_ERR_INVALID_ARG, "size mismatch (got input: %s, target: %s)", a, b);
+  }
+  int64_t nc = self->sizes[self->ndim - 1];
+  if (weight && (weight->ndim != 1 || weight->numel != nc)) {
+    char a[128];
+    format_sizes(a, sizeof a, weight);
+    return disp_set_error(DISP_ERR_INVALID_ARG,
+                          "weight tensor should be defined either for all %lld classes or no classes but got "
+                          "weight tensor of shape: %s", (long long)nc, a);
+  }
+  if (target->dtype != DISP_DTYPE_INT64 && target->dtype != DISP_DTYPE_UINT8)
+    return disp_set_error(DISP_ERR_TYPE, "expected scalar type Long but found %s",
+                          disp_dtype_torch_name(target->dtype));
+  if (self->dtype != DISP_DTYPE_FLOAT32 && self->dtype != DISP_DTYPE_FLOAT64 && self->dtype != DISP_DTYPE_BFLOAT16)
+    return disp_set_error(DISP_ERR_TYPE, "\"nll_loss_out_frame\" not implemented for '%s'",
+                          disp_dtype_torch_name(self->dtype));
+  if (reduction < 0 || reduction > 2)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "%lld is not a valid value for reduction",
+                          (long long)reduction);
+  *batch = self->ndim == 1 ? 1 : self->sizes[0];
+  *classes = nc;
+  return DISP_OK;
+}
+
+/* Element accessors over any strides. */
+static double at1(const disp_tensor *t, int64_t i) {
+  return disp__load_double(data_of(t) + (t->ndim ? i * t->strides[0] : 0) * (int64_t)disp_dtype_itemsize(t->dtype),
+                           t->dtype);
+}
+static int64_t target_at(const disp_tensor *t, int64_t i) {
+  return disp__load_int64(data_of(t) + (t->ndim ? i * t->strides[0] : 0) * (int64_t)disp_dtype_itemsize(t->dtype),
+                          t->dtype);
+}
+static double input_at(const disp_tensor *x, int64_t i, int64_t c) {
+  int64_t off = x->ndim == 1 ? c * x->strides[0] : i * x->strides[0] + c * x->strides[1];
+  return disp__load_double(data_of(x) + off * (int64_t)disp_dtype_itemsize(x->dtype), x->dtype);
+}
+
+static disp_status nll_fwd(disp_tensor *self, disp_tensor *target, disp_tensor *weight, int64_t reduction,
+                           int64_t ignore_index, disp_tensor **out0, disp_tensor **out1) {
+  const char *op = "nll_loss_forward";
+  int64_t n, nc;
+  disp_status st = nll_check(op, self, target, weight, reduction, &n, &nc);
+  if (st != DISP_OK) return st;
+  int per_sample = reduction == RED_NONE && self->ndim == 2;
+  disp_tensor *out = NULL, *tw = NULL;
+  st = disp_tensor_empty(&n, per_sample ? 1 : 0, self->dtype, self->device, &out);
+  if (st == DISP_OK) st = disp_tensor_empty(NULL, 0, self->dtype, self->device, &tw);
+  if (st != DISP_OK || self->device.type != DISP_BACKEND_CPU) goto done;
+  double total = 0, sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t t = target_at(target, i);
+    double v = 0;
+    if (t != ignore_index) {
+      if (t < 0 || t >= nc) {
+        st = disp_set_error(DISP_ERR_INVALID_ARG, "Target %lld is out of bounds.", (long long)t);
+        goto done;
+      }
+      double w = weight ? at1(weight, t) : 1.0;
+      v = -input_at(self, i, t) * w;
+      total += w;
+    }
+    if (per_sample) disp__store_double(data_of(out) + i * (int64_t)disp_dtype_itemsize(out->dtype), out->dtype, v);
+    sum += v;
+  }
+  if (per_sample) {
+    total = 0;
+  } else {
+    if (reduction == RED_MEAN) sum /= total;
+    disp__store_double(data_of(out), out->dtype, sum);
+  }
+  disp__store_double(data_of(tw), tw->dtype, total);
+done:
+  if (st != DISP_OK) {
+    disp_tensor_release(out);
+    disp_tensor_release(tw);
+    return st;
+  }
+  *out0 = out;
+  *out1 = tw;
+  return DISP_OK;
+}
+
+disp_status disp__cpu_nll_loss_forward(disp_tensor *self, disp_tensor *target, disp_tensor *weight, int64_t reduction,
+                                       int64_t ignore_index, disp_tensor **out0, disp_tensor **out1) {
+  return nll_fwd(self, target, weight, reduction, ignore_index, out0, out1);
+}
+disp_status disp__meta_nll_loss_forward(disp_tensor *self, disp_tensor *target, disp_tensor *weight,
+                                        int64_t reduction, int64_t ignore_index, disp_tensor **out0,
+                                        disp_tensor **out1) {
+  return nll_fwd(self, target, weight, reduction, ignore_index, out0, out1);
+}
+
+static disp_status nll_bwd(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target, disp_tensor *weight,
+                           int64_t reduction, int64_t ignore_index, disp_tensor *total_weight, disp_tensor **out0) {
+  const char *op = "nll_loss_backward";
+  int64_t n, nc;
+  disp_status st = nll_check(op, self, target, weight, reduction, &n, &nc);
+  if (st != DISP_OK) return st;
+  if (total_weight->numel != 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "expected total_weight to be a single element tensor, got: %lld "
+                                                "elements", (long long)total_weight->numel);
+  int per_sample = reduction == RED_NONE && self->ndim == 2;
+  if (per_sample && (grad_output->ndim != 1 || grad_output->sizes[0] != n))
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected a tensor of dimension 1 and tensor.size[0] == %lld but "
+                                                "got: dimension %d and tensor.size[0] == %lld", (long long)n,
+                          grad_output->ndim, (long long)(grad_output->ndim ? grad_output->sizes[0] : 1));
+  if (!per_sample && grad_output->numel != 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected a single element grad_output tensor, but got: %lld", (long long)grad_output->numel);
+  disp_tensor *out;
+  if ((st = disp_tensor_empty(self->sizes, self->ndim, self->dtype, self->device, &out)) != DISP_OK) return st;
+  if (self->device.type != DISP_BACKEND_CPU) {
+    *out0 = out;
+    return DISP_OK;
+  }
+  size_t isz = disp_dtype_itemsize(out->dtype);
+  if (out->numel > 0) memset(data_of(out), 0, (size_t)out->numel * isz);
+  double g = per_sample ? 0 : at1(grad_output, 0);
+  if (reduction == RED_MEAN) g /= at1(total_weight, 0);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t t = target_at(target, i);
+    if (t == ignore_index) continue;
+    if (t < 0 || t >= nc) {
+      disp_tensor_release(out);
+      return disp_set_error(DISP_ERR_INVALID_ARG, "Target %lld is out of bounds.", (long long)t);
+    }
+    double w = weight ? at1(weight, t) : 1.0;
+    double gi = per_sample ? at1(grad_output, i) : g;
+    disp__store_double(data_of(out) + (i * nc + t) * (int64_t)isz, out->dtype, -w * gi);
+  }
+  *out0 = out;
+  return DISP_OK;
+}
+
+disp_status disp__cpu_nll_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
+                                        disp_tensor *weight, int64_t reduction, int64_t ignore_index,
+                                        disp_tensor *total_weight, disp_tensor **out0) {
+  return nll_bwd(grad_output, self, target, weight, reduction, ignore_index, total_weight, out0);
+}
+disp_status disp__meta_nll_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
+                                         disp_tensor *weight, int64_t reduction, int64_t ignore_index,
+                                         disp_tensor *total_weight, disp_tensor **out0) {
+  return nll_bwd(grad_output, self, target, weight, reduction, ignore_index, total_weight, out0);
+}
+
+disp_status disp__cia_nll_loss(disp_tensor *self, disp_tensor *target, disp_tensor *weight, int64_t reduction,
+                               int64_t ignore_index, disp_tensor **out0) {
+  disp_tensor *tw = NULL;
+  disp_status st = disp_aten_nll_loss_forward(self, target, weight, reduction, ignore_index, out0, &tw);
+  disp_tensor_release(tw);
+  return st;
+}
+
+/* ---- cross_entropy_loss -------------------------------------------------------- */
+
+/* Temporaries of a composite, released together. */
+typedef struct temps { disp_tensor *t[24]; int n; } temps;
+
+static disp_tensor *keep(temps *tp, disp_tensor *t) {
+  if (tp->n < (int)(sizeof tp->t / sizeof *tp->t)) tp->t[tp->n++] = t;
+  return t;
+}
+
+static void release_all(temps *tp) {
+  for (int i = 0; i < tp->n; i++) disp_tensor_release(tp->t[i]);
+  tp->n = 0;
+}
+
+/* PyTorch's nll_loss_nd: 1-D/2-D inputs directly, (N,C,d...) with the
+ * class dim moved last and flattened to (N*d, C) (the same sums as
+ * nll_loss2d); `none` results get their (N,d...) shape back. Returns the
+ * loss and the total weight. */
+static disp_status nll_nd(temps *tp, disp_tensor *x, disp_tensor *target, disp_tensor *weight, int64_t reduction,
+                          int64_t ignore_index, disp_tensor **loss, disp_tensor **total) {
+  if (x->ndim < 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected 1 or more dimensions (got %d)", x->ndim);
+  if (x->ndim != 1 && (target->ndim < 1 || x->sizes[0] != target->sizes[0]))
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected input batch_size (%lld) to match target batch_size "
+                                                "(%lld).", (long long)x->sizes[0],
+                          (long long)(target->ndim ? target->sizes[0] : 1));
+  disp_status st;
+  if (x->ndim <= 2) {
+    if ((st = disp_aten_nll_loss_forward(x, target, weight, reduction, ignore_index, loss, total)) != DISP_OK)
+      return st;
+    keep(tp, *loss);
+    keep(tp, *total);
+    return DISP_OK;
+  }
+  int nd = x->ndim;
+  int ok = target->ndim == nd - 1;
+  for (int i = 1; ok && i < nd - 1; i++) ok = target->sizes[i] == x->sizes[i + 1];
+  if (!ok) {
+    char a[128], b[128];
+    int64_t want[DISP_TITER_MAX_DIMS];
+    want[0] = x->sizes[0];
+    for (int i = 2; i < nd; i++) want[i - 1] = x->sizes[i];
+    size_t k = (size_t)snprintf(a, sizeof a, "[");
+    for (int i = 0; i < nd - 1 && k < sizeof a; i++)
+      k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", i ? ", " : "", (long long)want[i]);
+    if (k < sizeof a) snprintf(a + k, sizeof a - k, "]");
+    format_sizes(b, sizeof b, target);
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected target size %s, got %s", a, b);
+  }
+  int64_t perm[DISP_TITER_MAX_DIMS], flat2[2] = {-1, x->sizes[1]}, flat1[1] = {-1};
+  perm[0] = 0;
+  for (int i = 2; i < nd; i++) perm[i - 1] = i;
+  perm[nd - 1] = 1;
+  disp_tensor *p, *x2, *t1, *l;
+  if ((st = disp_aten_permute(x, (disp_int_list){perm, (size_t)nd}, &p)) != DISP_OK) return st;
+  keep(tp, p);
+  if ((st = disp_aten_reshape(p, (disp_int_list){flat2, 2}, &x2)) != DISP_OK) return st;
+  keep(tp, x2);
+  if ((st = disp_aten_reshape(target, (disp_int_list){flat1, 1}, &t1)) != DISP_OK) return st;
+  keep(tp, t1);
+  if ((st = disp_aten_nll_loss_forward(x2, t1, weight, reduction, ignore_index, &l, total)) != DISP_OK) return st;
+  keep(tp, l);
+  keep(tp, *total);
+  if (reduction == RED_NONE) {
+    if ((st = disp_aten_reshape(l, (disp_int_list){target->sizes, (size_t)target->ndim}, &l)) != DISP_OK) return st;
+    keep(tp, l);
+  }
+  *loss = l;
+  return DISP_OK;
+}
+
+/* weight viewed as (1, C, 1, ...) against x (C at class_dim) */
+static disp_status weight_view(temps *tp, disp_tensor *weight, const disp_tensor *x, int class_dim, disp_tensor **out) {
+  int64_t shape[DISP_TITER_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++) shape[i] = i == class_dim ? weight->numel : 1;
+  disp_status st = disp_aten_view(weight, (disp_int_list){shape, (size_t)x->ndim}, out);
+  if (st == DISP_OK) keep(tp, *out);
+  return st;
+}
+
+#define TRY(call)                                                                                 \
+  do {                                                                                            \
+    if ((st = (call)) != DISP_OK) goto done;                                                      \
+  } while (0)
+#define T(var) keep(&tp, var)
+
+static int same_shape(const disp_tensor *a, const disp_tensor *b) {
+  return a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+disp_status disp__cia_cross_entropy_loss(disp_tensor *self, disp_tensor *target, disp_tensor *weight,
+                                         int64_t reduction, int64_t ignore_index, double label_smoothing,
+                                         disp_tensor **out0) {
+  temps tp = {{0}, 0};
+  disp_status st = DISP_OK;
+  int cd = self->ndim == 1 ? 0 : 1;
+  int64_t cdim = cd;
+  disp_opt_int_list cdl = {{&cdim, 1}, true};
+  disp_tensor *x, *r = NULL, *a, *b, *wv = NULL;
+  if (label_smoothing < 0.0 || label_smoothing > 1.0)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "label_smoothing must be between 0.0 and 1.0. Got: %g",
+                          label_smoothing);
+  int soft = same_shape(self, target);
+  if (soft) {
+    if (!disp_dtype_is_floating(target->dtype))
+      return disp_set_error(DISP_ERR_TYPE, "Expected floating point type for target with class probabilities, "
+                                           "got %s", disp_dtype_torch_name(target->dtype));
+    if (ignore_index >= 0)
+      return disp_set_error(DISP_ERR_INVALID_ARG, "ignore_index is not supported for floating point target");
+  }
+  if (self->ndim < 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected 1 or more dimensions (got 0)");
+  int64_t nc = self->sizes[cd];
+  TRY(disp_aten_log_softmax_int(self, cd, (int32_t)self->dtype, &x));
+  T(x);
+  if (weight) TRY(weight_view(&tp, weight, x, cd, &wv));
+  if (soft) {
+    /* -(x * target [* w]) summed over classes, or over all and / (numel/C) */
+    disp_tensor *tg = target;
+    if (label_smoothing > 0.0) {
+      disp_tensor *w;
+      TRY(disp_aten_mul_Scalar(target, disp_scalar_double(1.0 - label_smoothing), &a));
+      T(a);
+      TRY(disp__wrap_scalar(disp_scalar_double(label_smoothing / (double)nc), disp_device_make(DISP_BACKEND_CPU, -1),
+                            &w));
+      st = disp_aten_add_Tensor(a, w, disp_scalar_int(1), &tg);
+      disp__unwrap_scalar(w);
+      if (st != DISP_OK) goto done;
+      T(tg);
+    }
+    TRY(disp_aten_mul_Tensor(x, tg, &a));
+    T(a);
+    if (wv) {
+      TRY(disp_aten_mul_Tensor(a, wv, &a));
+      T(a);
+    }
+    if (reduction == RED_NONE) {
+      TRY(disp_aten_sum_dim_IntList(a, cdl, false, -1, &b));
+      T(b);
+      TRY(disp_aten_neg(b, &r));
+    } else {
+      TRY(disp_aten_sum(a, -1, &b));
+      T(b);
+      TRY(disp_aten_neg(b, &a));
+      T(a);
+      if (reduction == RED_SUM) r = disp_tensor_retain(a);
+      else TRY(disp_aten_div_Scalar(a, disp_scalar_int(nc ? self->numel / nc : 0), &r));
+    }
+    goto done;
+  }
+  disp_tensor *nll, *tw;
+  TRY(nll_nd(&tp, x, target, weight, reduction, ignore_index, &nll, &tw));
+  if (label_smoothing <= 0.0) {
+    r = disp_tensor_retain(nll);
+    goto done;
+  }
+  /* smoothing term: -sum over classes of x [* w], zero where ignored */
+  disp_tensor *smooth, *mask, *z;
+  if (wv) {
+    TRY(disp_aten_mul_Tensor(x, wv, &a));
+    T(a);
+  } else {
+    a = x;
+  }
+  TRY(disp_aten_sum_dim_IntList(a, cdl, false, -1, &b));
+  T(b);
+  TRY(disp_aten_neg(b, &smooth));
+  T(smooth);
+  TRY(disp_aten_eq_Scalar(target, disp_scalar_int(ignore_index), &mask));
+  T(mask);
+  TRY(disp__wrap_scalar(disp_scalar_double(0.0), disp_device_make(DISP_BACKEND_CPU, -1), &z));
+  st = disp_aten_where_self(mask, z, smooth, &smooth);
+  disp__unwrap_scalar(z);
+  if (st != DISP_OK) goto done;
+  T(smooth);
+  disp_tensor *ret = smooth;
+  if (reduction != RED_NONE) {
+    TRY(disp_aten_sum(smooth, -1, &ret));
+    T(ret);
+    if (reduction == RED_MEAN) {
+      TRY(disp_aten_div_Tensor(ret, tw, &ret));
+      T(ret);
+    }
+  }
+  TRY(disp_aten_mul_Scalar(nll, disp_scalar_double(1.0 - label_smoothing), &a));
+  T(a);
+  TRY(disp_aten_mul_Scalar(ret, disp_scalar_double(label_smoothing / (double)nc), &b));
+  T(b);
+  TRY(disp_aten_add_Tensor(a, b, disp_scalar_int(1), &r));
+done:
+  release_all(&tp);
+  if (st != DISP_OK) {
+    disp_tensor_release(r);
+    return st;
+  }
+  *out0 = r;
+  return DISP_OK;
+}

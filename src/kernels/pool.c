@@ -1,0 +1,281 @@
+/*
+ * pool.c - max_pool2d_with_indices and its backward (CPU, Meta), and
+ * max_pool2d (CompositeImplicitAutograd, through max_pool2d_with_indices,
+ * as PyTorch 1.13 does on the CPU).
+ *
+ * Indices are flat positions h * W + w within an input plane. A nan in a
+ * window wins (PyTorch's `val > max || isnan(val)`), so nan propagates.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aten_internal.h"
+#include "aten_kernels.h"
+#include "conv_util.h"
+#include "gemm.h"
+
+#define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
+
+typedef struct pool_geom {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t nbatch, planes, ih, iw, oh, ow; /* nbatch 1 for 3-D input */
+  int batched, cl;
+} pool_geom;
+
+/* PyTorch's pooling_output_shape. */
+static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, int ceil_mode) {
+  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t q = num / stride;
+  if ((num % stride != 0) && ((num < 0) != (stride < 0))) q--; /* floor division */
+  int64_t out = q + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) out--;
+  return out;
+}
+
+static disp_status pair(const char *what, disp_int_list l, int allow_empty, int64_t dflt0, int64_t dflt1,
+                        int64_t *a, int64_t *b) {
+  if (l.len == 0 && allow_empty) {
+    *a = dflt0, *b = dflt1;
+    return DISP_OK;
+  }
+  if (l.len == 1) {
+    *a = *b = l.data[0];
+    return DISP_OK;
+  }
+  if (l.len == 2) {
+    *a = l.data[0], *b = l.data[1];
+    return DISP_OK;
+  }
+  return FAIL("max_pool2d: %s", what);
+}
+
+static disp_status pool_geometry(const char *op, disp_tensor *self, disp_int_list kernel_size,
+                                 disp_int_list stride, disp_int_list padding, disp_int_list dilation,
+                                 bool ceil_mode, pool_geom *g) {
+  disp_status st = pair("kernel_size must either be a single int, or a tuple of two ints", kernel_size, 0,
+                        0, 0, &g->kh, &g->kw);
+  if (st == DISP_OK)
+    st = pair("stride must either be omitted, a single int, or a tuple of two ints", stride, 1, g->kh,
+              g->kw, &g->sh, &g->sw);
+  if (st == DISP_OK)
+    st = pair("padding must either be a single int, or a tuple of two ints", padding, 0, 0, 0, &g->ph, &g->pw);
+  if (st == DISP_OK)
+    st = pair("dilation must be either a single int, or a tuple of two ints", dilation, 0, 1, 1, &g->dh, &g->dw);
+  if (st != DISP_OK) return st;
+  int nd = self->ndim;
+  if (nd != 3 && nd != 4)
+    return FAIL("%s: non-empty 3D or 4D (batch mode) tensor expected for input", op);
+  if (g->kh <= 0 || g->kw <= 0)
+    return FAIL("%s: kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
+                (long long)g->kh, (long long)g->kw);
+  if (g->sh <= 0 || g->sw <= 0)
+    return FAIL("%s: stride should be greater than zero, but got dH: %lld dW: %lld", op, (long long)g->sh,
+                (long long)g->sw);
+  if (g->dh <= 0 || g->dw <= 0)
+    return FAIL("%s: dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
+                (long long)g->dh, (long long)g->dw);
+  for (int d = nd == 4 ? 1 : 0; d < nd; d++)
+    if (self->sizes[d] == 0)
+      return FAIL("%s: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                  "but got a tensor with a zero-size non-batch dimension", op);
+  if (g->pw > g->kw / 2 || g->ph > g->kh / 2) {
+    int w = g->pw > g->kw / 2;
+    return FAIL("%s: pad should be at most half of kernel size, but got pad=%lld and kernel_size=%lld", op,
+                (long long)(w ? g->pw : g->ph), (long long)(w ? g->kw : g->kh));
+  }
+  g->batched = nd == 4;
+  g->nbatch = nd == 4 ? self->sizes[0] : 1;
+  g->planes = self->sizes[nd - 3];
+  g->ih = self->sizes[nd - 2];
+  g->iw = self->sizes[nd - 1];
+  g->oh = pool_out(g->ih, g->kh, g->ph, g->sh, g->dh, ceil_mode);
+  g->ow = pool_out(g->iw, g->kw, g->pw, g->sw, g->dw, ceil_mode);
+  if (g->oh < 1 || g->ow < 1)
+    return FAIL("%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output "
+                "size is too small", op, (long long)g->planes, (long long)g->ih, (long long)g->iw,
+                (long long)g->planes, (long long)g->oh, (long long)g->ow);
+  g->cl = disp__conv_channels_last(self);
+  return DISP_OK;
+}
+
+static void out_sizes(const pool_geom *g, int64_t *sz, int *nd) {
+  int n = 0;
+  if (g->batched) sz[n++] = g->nbatch;
+  sz[n++] = g->planes, sz[n++] = g->oh, sz[n++] = g->ow;
+  *nd = n;
+}
+
+static disp_status check_dtype(const char *op, disp_dtype dt) {
+  if (dt == DISP_DTYPE_FLOAT32 || dt == DISP_DTYPE_FLOAT64 || dt == DISP_DTYPE_BFLOAT16) return DISP_OK;
+  (void)op;
+  return FAIL("%s: \"max_pool2d\" not implemented for '%s'", op, disp_dtype_torch_name(dt));
+}
+
+static disp_status alloc_outs(const pool_geom *g, disp_tensor *self, disp_tensor **out, disp_tensor **idx) {
+  int64_t sz[4];
+  int nd;
+  out_sizes(g, sz, &nd);
+  disp_status st = disp__conv_empty(sz, nd, self->dtype, self->device, g->cl, out);
+  if (st != DISP_OK) return st;
+  st = disp__conv_empty(sz, nd, DISP_DTYPE_INT64, self->device, g->cl, idx);
+  if (st != DISP_OK) {
+    disp_tensor_release(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
+disp_status disp__meta_max_pool2d_with_indices(disp_tensor *self, disp_int_list kernel_size,
+                                               disp_int_list stride, disp_int_list padding,
+                                               disp_int_list dilation, bool ceil_mode, disp_tensor **out0,
+                                               disp_tensor **out1) {
+  pool_geom g;
+  disp_status st = pool_geometry("max_pool2d_with_indices", self, kernel_size, stride, padding, dilation,
+                                 ceil_mode, &g);
+  if (st != DISP_OK) return st;
+  return alloc_outs(&g, self, out0, out1);
+}
+
+disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list kernel_size,
+                                              disp_int_list stride, disp_int_list padding,
+                                              disp_int_list dilation, bool ceil_mode, disp_tensor **out0,
+                                              disp_tensor **out1) {
+  pool_geom g;
+  disp_status st = pool_geometry("max_pool2d_with_indices", self, kernel_size, stride, padding, dilation,
+                                 ceil_mode, &g);
+  if (st == DISP_OK) st = check_dtype("max_pool2d_with_indices", self->dtype);
+  if (st != DISP_OK) return st;
+  disp_tensor *out, *idx;
+  if ((st = alloc_outs(&g, self, &out, &idx)) != DISP_OK) return st;
+  double *x = disp__conv_load(self);
+  double *y = malloc(sizeof(double) * (size_t)(out->numel + 1));
+  int64_t *ix = malloc(sizeof(int64_t) * (size_t)(out->numel + 1));
+  if (!x || !y || !ix) {
+    free(x), free(y), free(ix);
+    disp_tensor_release(out), disp_tensor_release(idx);
+    return disp_set_error(DISP_ERR_NO_MEMORY, "max_pool2d_with_indices: out of memory");
+  }
+  int64_t planes = g.nbatch * g.planes;
+  for (int64_t p = 0; p < planes; p++) {
+    const double *xp = x + p * g.ih * g.iw;
+    for (int64_t oh = 0; oh < g.oh; oh++)
+      for (int64_t ow = 0; ow < g.ow; ow++) {
+        int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
+        int64_t he = hs + (g.kh - 1) * g.dh + 1, we = ws + (g.kw - 1) * g.dw + 1;
+        if (he > g.ih) he = g.ih;
+        if (we > g.iw) we = g.iw;
+        while (hs < 0) hs += g.dh;
+        while (ws < 0) ws += g.dw;
+        int64_t best = hs * g.iw + ws;
+        double mv = -INFINITY;
+        for (int64_t h = hs; h < he; h += g.dh)
+          for (int64_t w = ws; w < we; w += g.dw) {
+            double v = xp[h * g.iw + w];
+            if (v > mv || isnan(v)) mv = v, best = h * g.iw + w;
+          }
+        int64_t o = (p * g.oh + oh) * g.ow + ow;
+        y[o] = mv;
+        ix[o] = best;
+      }
+  }
+  disp__conv_store(out, y);
+  /* indices: same layout as out, written through the same row-major walk */
+  for (int64_t i = 0; i < idx->numel; i++) y[i] = (double)ix[i];
+  disp__conv_store(idx, y);
+  free(x), free(y), free(ix);
+  *out0 = out;
+  *out1 = idx;
+  return DISP_OK;
+}
+
+static disp_status backward_geometry(disp_tensor *grad_output, disp_tensor *self, disp_int_list kernel_size,
+                                     disp_int_list stride, disp_int_list padding, disp_int_list dilation,
+                                     bool ceil_mode, disp_tensor *indices, pool_geom *g) {
+  const char *op = "max_pool2d_with_indices_backward";
+  disp_status st = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, g);
+  if (st != DISP_OK) return st;
+  int nd = self->ndim;
+  const int64_t want[3] = {g->planes, g->oh, g->ow};
+  disp_tensor *ts[2] = {grad_output, indices};
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < 3; i++) {
+      int d = nd - 3 + i;
+      if (ts[t]->ndim != nd || ts[t]->sizes[d] != want[i])
+        return FAIL("%s: Expected a tensor of dimension %d and tensor.size[%d] == %lld but got: dimension %d "
+                    "and tensor.size[%d] = %lld", op, nd, d, (long long)want[i], ts[t]->ndim, d,
+                    (long long)(d < ts[t]->ndim ? ts[t]->sizes[d] : 0));
+    }
+  if (indices->dtype != DISP_DTYPE_INT64)
+    return FAIL("%s: expected indices of dtype Long, got %s", op, disp_dtype_torch_name(indices->dtype));
+  if (grad_output->dtype != self->dtype)
+    return FAIL("%s: expected scalar type %s but found %s", op, disp_dtype_torch_name(self->dtype),
+                disp_dtype_torch_name(grad_output->dtype));
+  return DISP_OK;
+}
+
+disp_status disp__meta_max_pool2d_with_indices_backward(disp_tensor *grad_output, disp_tensor *self,
+                                                        disp_int_list kernel_size, disp_int_list stride,
+                                                        disp_int_list padding, disp_int_list dilation,
+                                                        bool ceil_mode, disp_tensor *indices,
+                                                        disp_tensor **out0) {
+  pool_geom g;
+  disp_status st = backward_geometry(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
+                                     indices, &g);
+  if (st != DISP_OK) return st;
+  return disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, out0);
+}
+
+disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output, disp_tensor *self,
+                                                       disp_int_list kernel_size, disp_int_list stride,
+                                                       disp_int_list padding, disp_int_list dilation,
+                                                       bool ceil_mode, disp_tensor *indices,
+                                                       disp_tensor **out0) {
+  const char *op = "max_pool2d_with_indices_backward";
+  pool_geom g;
+  disp_status st = backward_geometry(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
+                                     indices, &g);
+  if (st == DISP_OK) st = check_dtype(op, self->dtype);
+  if (st != DISP_OK) return st;
+  disp_tensor *gi;
+  if ((st = disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, &gi)) != DISP_OK)
+    return st;
+  double *dy = disp__conv_load(grad_output), *ix = disp__conv_load(indices);
+  double *dx = calloc((size_t)(gi->numel + 1), sizeof(double));
+  if (!dy || !ix || !dx) {
+    free(dy), free(ix), free(dx);
+    disp_tensor_release(gi);
+    return disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+  }
+  int64_t planes = g.nbatch * g.planes, plane_in = g.ih * g.iw, plane_out = g.oh * g.ow;
+  for (int64_t p = 0; p < planes && st == DISP_OK; p++)
+    for (int64_t o = 0; o < plane_out; o++) {
+      int64_t k = (int64_t)ix[p * plane_out + o];
+      if (k < 0 || k >= plane_in) {
+        st = FAIL("%s: index %lld is out of bounds for an input plane of %lld elements", op, (long long)k,
+                  (long long)plane_in);
+        break;
+      }
+      dx[p * plane_in + k] += dy[p * plane_out + o];
+    }
+  if (st == DISP_OK) disp__conv_store(gi, dx);
+  free(dy), free(ix), free(dx);
+  if (st != DISP_OK) {
+    disp_tensor_release(gi);
+    return st;
+  }
+  *out0 = gi;
+  return DISP_OK;
+}
+
+disp_status disp__cia_max_pool2d(disp_tensor *self, disp_int_list kernel_size, disp_int_list stride,
+                                 disp_int_list padding, disp_int_list dilation, bool ceil_mode,
+                                 disp_tensor **out0) {
+  disp_tensor *out = NULL, *idx = NULL;
+  disp_status st = disp_aten_max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode,
+                                                     &out, &idx);
+  if (st != DISP_OK) return st;
+  disp_tensor_release(idx);
+  *out0 = out;
+  return DISP_OK;
+}

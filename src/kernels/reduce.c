@@ -1,0 +1,307 @@
+/*
+ * reduce.c - reductions over any set of dims: sum, mean, amax, max.dim,
+ * argmax.
+ *
+ * One engine: an accumulator tensor (float64 for floating results, int64
+ * otherwise) of the result's shape, viewed with stride 0 along the reduced
+ * dims, iterated together with the input by the shared strided loop (which
+ * puts the reduced dims innermost); the accumulator is then converted into
+ * the contiguous result. Arg-reductions add a second accumulator for the
+ * index and an index operand (0, 1, ... along the reduced dim, stride 0
+ * elsewhere).
+ */
+#include <math.h>
+
+#include "aten_internal.h"
+#include "aten_kernels.h"
+#include "disp/aten.h"
+#include "dtype_cast.h"
+#include "tensor_iter.h"
+
+typedef struct red_ctx { disp_dtype in; } red_ctx;
+
+static void sum_f_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  disp_dtype dt = ((const red_ctx *)ctx)->in;
+  double acc = *(double *)d[0];
+  if (s[0] == 0) {
+    for (int64_t i = 0; i < n; i++) acc += disp__load_double(d[1] + i * s[1], dt);
+    *(double *)d[0] = acc;
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) *(double *)(d[0] + i * s[0]) += disp__load_double(d[1] + i * s[1], dt);
+}
+
+static void sum_i_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  disp_dtype dt = ((const red_ctx *)ctx)->in;
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t *a = (uint64_t *)(d[0] + i * s[0]);
+    *a += (uint64_t)disp__load_int64(d[1] + i * s[1], dt);
+  }
+}
+
+/* operands: value acc, index acc, input, index */
+static void max_f_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  disp_dtype dt = ((const red_ctx *)ctx)->in;
+  for (int64_t i = 0; i < n; i++) {
+    double *v = (double *)(d[0] + i * s[0]);
+    int64_t *ix = (int64_t *)(d[1] + i * s[1]);
+    double x = disp__load_double(d[2] + i * s[2], dt);
+    if (*ix < 0 || (!isnan(*v) && (isnan(x) || x > *v))) {
+      *v = x;
+      *ix = *(const int64_t *)(d[3] + i * s[3]);
+    }
+  }
+}
+
+static void max_i_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  disp_dtype dt = ((const red_ctx *)ctx)->in;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t *v = (int64_t *)(d[0] + i * s[0]);
+    int64_t *ix = (int64_t *)(d[1] + i * s[1]);
+    int64_t x = disp__load_int64(d[2] + i * s[2], dt);
+    if (*ix < 0 || x > *v) {
+      *v = x;
+      *ix = *(const int64_t *)(d[3] + i * s[3]);
+    }
+  }
+}
+
+static char *data_of(const disp_tensor *t) {
+  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
+  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
+}
+
+static void input_strides(const disp_tensor *t, int64_t *s) {
+  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
+  for (int i = 0; i < t->ndim; i++) s[i] = t->strides[i] * isz;
+}
+
+/* A zero-filled accumulator of the result's element count. */
+static disp_status new_acc(const int64_t *shape, int nd, disp_dtype dt, disp_tensor **out) {
+  disp_status st = disp_tensor_empty(shape, nd, dt, disp_device_make(DISP_BACKEND_CPU, -1), out);
+  if (st == DISP_OK && (*out)->numel > 0) memset((*out)->storage->data, 0, (size_t)(*out)->numel * 8);
+  return st;
+}
+
+/* ---- sum / mean ------------------------------------------------------------ */
+
+static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp_opt_int_list dim, bool keepdim,
+                            int32_t dtype, disp_tensor **out0) {
+  disp_dtype out_dt;
+  if (dtype >= 0) out_dt = (disp_dtype)dtype;
+  else if (!is_mean && disp_dtype_is_integral(self->dtype, 1)) out_dt = DISP_DTYPE_INT64;
+  else out_dt = self->dtype;
+  if (is_mean && !disp_dtype_is_floating(out_dt))
+    return disp_set_error(DISP_ERR_TYPE,
+                          "mean(): could not infer output dtype. %s dtype must be either a floating point or "
+                          "complex dtype. Got: %s",
+                          dtype >= 0 ? "Optional" : "Input", disp_dtype_torch_name(out_dt));
+  uint64_t mask;
+  int64_t shape[DISP_TITER_MAX_DIMS], nshape[DISP_TITER_MAX_DIMS];
+  int nd, nnd;
+  const int64_t *dims = dim.has_value ? dim.value.data : NULL;
+  size_t ndims = dim.has_value ? dim.value.len : 0;
+  disp_status st = disp__reduce_shape(op, self, dims, ndims, keepdim, &mask, shape, &nd);
+  if (st != DISP_OK) return st;
+  disp_tensor *out;
+  if ((st = disp_tensor_empty(shape, nd, out_dt, self->device, &out)) != DISP_OK) return st;
+  if (self->device.type != DISP_BACKEND_CPU) {
+    *out0 = out;
+    return DISP_OK;
+  }
+  /* the accumulator has the result's kept dims (no keepdim ones) */
+  disp__reduce_shape(op, self, dims, ndims, false, &mask, nshape, &nnd);
+  int fl = disp_dtype_is_floating(out_dt) || disp_dtype_is_floating(self->dtype);
+  disp_tensor *acc;
+  if ((st = new_acc(nshape, nnd, fl ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_INT64, &acc)) != DISP_OK) {
+    disp_tensor_release(out);
+    return st;
+  }
+  int n = self->ndim;
+  int64_t strides[2 * DISP_TITER_MAX_DIMS];
+  disp__reduce_acc_strides(self, mask, 8, strides);
+  input_strides(self, strides + n);
+  char *data[2] = {data_of(acc), data_of(self)};
+  red_ctx c = {self->dtype};
+  disp__titer_loop_raw(2, data, strides, self->sizes, n, fl ? sum_f_loop : sum_i_loop, &c);
+  if (is_mean) {
+    int64_t count = 1;
+    for (int i = 0; i < n; i++)
+      if (mask & ((uint64_t)1 << i)) count *= self->sizes[i];
+    double *a = (double *)acc->storage->data;
+    for (int64_t i = 0; i < acc->numel; i++) a[i] /= (double)count;
+  }
+  /* same element order: copy through a view of out with the acc's shape */
+  disp_tensor *ov;
+  st = disp_tensor_new_view(out, nshape, NULL, nnd, 0, &ov);
+  if (st == DISP_OK) {
+    st = disp__titer_copy(ov, acc);
+    disp_tensor_release(ov);
+  }
+  disp_tensor_release(acc);
+  if (st != DISP_OK) {
+    disp_tensor_release(out);
+    return st;
+  }
+  *out0 = out;
+  return DISP_OK;
+}
+
+disp_status disp__cpu_sum_dim_IntList(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
+                                      disp_tensor **out0) {
+  return sum_mean("sum", 0, self, dim, keepdim, dtype, out0);
+}
+disp_status disp__meta_sum_dim_IntList(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
+                                       disp_tensor **out0) {
+  return sum_mean("sum", 0, self, dim, keepdim, dtype, out0);
+}
+disp_status disp__cpu_mean_dim(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
+                               disp_tensor **out0) {
+  return sum_mean("mean", 1, self, dim, keepdim, dtype, out0);
+}
+disp_status disp__meta_mean_dim(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
+                                disp_tensor **out0) {
+  return sum_mean("mean", 1, self, dim, keepdim, dtype, out0);
+}
+
+disp_status disp__cea_sum(disp_tensor *self, int32_t dtype, disp_tensor **out0) {
+  disp_opt_int_list all = {{NULL, 0}, true};
+  return disp_aten_sum_dim_IntList(self, all, false, dtype, out0);
+}
+disp_status disp__cea_mean(disp_tensor *self, int32_t dtype, disp_tensor **out0) {
+  disp_opt_int_list all = {{NULL, 0}, true};
+  return disp_aten_mean_dim(self, all, false, dtype, out0);
+}
+
+/* ---- max-like ---------------------------------------------------------------- */
+
+/* The max over the dims of `mask` of self: values (self's dtype) and/or
+ * indices (int64, position along the single reduced dim `idim`). */
+static disp_status max_reduce(const char *op, disp_tensor *self, uint64_t mask, int idim, bool keepdim,
+                              disp_tensor **values, disp_tensor **indices) {
+  int n = self->ndim;
+  for (int i = 0; i < n; i++)
+    if ((mask & ((uint64_t)1 << i)) && self->sizes[i] == 0)
+      return disp_set_error(DISP_ERR_INVALID_ARG, "%s(): Expected reduction dim %d to have non-zero size.", op, i);
+  int64_t shape[DISP_TITER_MAX_DIMS], nshape[DISP_TITER_MAX_DIMS];
+  int nd = 0, nnd = 0;
+  for (int i = 0; i < n; i++) {
+    int red = (mask & ((uint64_t)1 << i)) != 0;
+    if (!red) nshape[nnd++] = self->sizes[i];
+    if (!red || keepdim) shape[nd++] = red ? 1 : self->sizes[i];
+  }
+  disp_tensor *vout = NULL, *iout = NULL, *vacc = NULL, *iacc = NULL, *idx = NULL;
+  disp_status st = DISP_OK;
+  if (values) st = disp_tensor_empty(shape, nd, self->dtype, self->device, &vout);
+  if (st == DISP_OK && indices) st = disp_tensor_empty(shape, nd, DISP_DTYPE_INT64, self->device, &iout);
+  if (st != DISP_OK || self->device.type != DISP_BACKEND_CPU) goto done;
+  int fl = disp_dtype_is_floating(self->dtype);
+  if ((st = new_acc(nshape, nnd, fl ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_INT64, &vacc)) != DISP_OK) goto done;
+  if ((st = new_acc(nshape, nnd, DISP_DTYPE_INT64, &iacc)) != DISP_OK) goto done;
+  int64_t *ia = (int64_t *)iacc->storage->data;
+  for (int64_t i = 0; i < iacc->numel; i++) ia[i] = -1;
+  int64_t len = idim >= 0 && n > 0 ? self->sizes[idim] : 1;
+  if ((st = disp_tensor_empty(&len, 1, DISP_DTYPE_INT64, disp_device_make(DISP_BACKEND_CPU, -1), &idx)) != DISP_OK)
+    goto done;
+  for (int64_t i = 0; i < len; i++) ((int64_t *)idx->storage->data)[i] = i;
+  int64_t strides[4 * DISP_TITER_MAX_DIMS];
+  disp__reduce_acc_strides(self, mask, 8, strides);
+  disp__reduce_acc_strides(self, mask, 8, strides + n);
+  input_strides(self, strides + 2 * n);
+  for (int i = 0; i < n; i++) strides[3 * n + i] = i == idim ? 8 : 0;
+  char *data[4] = {data_of(vacc), data_of(iacc), data_of(self), data_of(idx)};
+  red_ctx c = {self->dtype};
+  disp__titer_loop_raw(4, data, strides, self->sizes, n, fl ? max_f_loop : max_i_loop, &c);
+  disp_tensor *view;
+  if (vout) {
+    if ((st = disp_tensor_new_view(vout, nshape, NULL, nnd, 0, &view)) != DISP_OK) goto done;
+    st = disp__titer_copy(view, vacc);
+    disp_tensor_release(view);
+  }
+  if (st == DISP_OK && iout) {
+    if ((st = disp_tensor_new_view(iout, nshape, NULL, nnd, 0, &view)) != DISP_OK) goto done;
+    st = disp__titer_copy(view, iacc);
+    disp_tensor_release(view);
+  }
+done:
+  disp_tensor_release(vacc);
+  disp_tensor_release(iacc);
+  disp_tensor_release(idx);
+  if (st != DISP_OK) {
+    disp_tensor_release(vout);
+    disp_tensor_release(iout);
+    return st;
+  }
+  if (values) *values = vout;
+  if (indices) *indices = iout;
+  return DISP_OK;
+}
+
+static disp_status max_dim_impl(disp_tensor *self, int64_t dim, bool keepdim, disp_tensor **v, disp_tensor **i) {
+  int d = 0;
+  disp_status st = disp__titer_wrap_dim("max", dim, self->ndim, &d);
+  if (st != DISP_OK) return st;
+  uint64_t mask = self->ndim ? (uint64_t)1 << d : 0;
+  return max_reduce("max", self, mask, self->ndim ? d : -1, keepdim, v, i);
+}
+disp_status disp__cpu_max_dim(disp_tensor *self, int64_t dim, bool keepdim, disp_tensor **out0, disp_tensor **out1) {
+  return max_dim_impl(self, dim, keepdim, out0, out1);
+}
+disp_status disp__meta_max_dim(disp_tensor *self, int64_t dim, bool keepdim, disp_tensor **out0,
+                               disp_tensor **out1) {
+  return max_dim_impl(self, dim, keepdim, out0, out1);
+}
+
+static disp_status amax_impl(disp_tensor *self, disp_int_list dim, bool keepdim, disp_tensor **out0) {
+  uint64_t mask;
+  int64_t shape[DISP_TITER_MAX_DIMS];
+  int nd;
+  disp_status st = disp__reduce_shape("amax", self, dim.data, dim.len, keepdim, &mask, shape, &nd);
+  if (st != DISP_OK) return st;
+  return max_reduce("amax", self, mask, -1, keepdim, out0, NULL);
+}
+disp_status disp__cpu_amax(disp_tensor *self, disp_int_list dim, bool keepdim, disp_tensor **out0) {
+  return amax_impl(self, dim, keepdim, out0);
+}
+disp_status disp__meta_amax(disp_tensor *self, disp_int_list dim, bool keepdim, disp_tensor **out0) {
+  return amax_impl(self, dim, keepdim, out0);
+}
+
+static disp_status argmax_impl(disp_tensor *self, disp_opt_int dim, bool keepdim, disp_tensor **out0) {
+  if (dim.has_value) {
+    int d = 0;
+    disp_status st = disp__titer_wrap_dim("argmax", dim.value, self->ndim, &d);
+    if (st != DISP_OK) return st;
+    uint64_t mask = self->ndim ? (uint64_t)1 << d : 0;
+    return max_reduce("argmax", self, mask, self->ndim ? d : -1, keepdim, NULL, out0);
+  }
+  if (self->numel == 0)
+    return disp_set_error(DISP_ERR_INVALID_ARG,
+                          "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
+  /* no dim: the index into the flattened tensor */
+  disp_tensor *flat = NULL, *c = NULL, *r = NULL;
+  disp_status st = disp__titer_contiguous_as(self, self->dtype, &c);
+  int64_t numel = self->numel;
+  if (st == DISP_OK) st = disp_tensor_new_view(c, &numel, NULL, 1, c->storage_offset, &flat);
+  if (st == DISP_OK) st = max_reduce("argmax", flat, 1, 0, false, NULL, &r);
+  disp_tensor_release(flat);
+  disp_tensor_release(c);
+  if (st != DISP_OK) return st;
+  if (keepdim && self->ndim > 0) {
+    int64_t ones[DISP_TITER_MAX_DIMS];
+    for (int i = 0; i < self->ndim; i++) ones[i] = 1;
+    disp_tensor *k;
+    st = disp_tensor_new_view(r, ones, NULL, self->ndim, 0, &k);
+    disp_tensor_release(r);
+    if (st != DISP_OK) return st;
+    r = k;
+  }
+  *out0 = r;
+  return DISP_OK;
+}
+disp_status disp__cpu_argmax(disp_tensor *self, disp_opt_int dim, bool keepdim, disp_tensor **out0) {
+  return argmax_impl(self, dim, keepdim, out0);
+}
+disp_status disp__meta_argmax(disp_tensor *self, disp_opt_int dim, bool keepdim, disp_tensor **out0) {
+  return argmax_impl(self, dim, keepdim, out0);
+}

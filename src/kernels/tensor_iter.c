@@ -1,0 +1,558 @@
+/*
+ * tensor_iter.c - broadcasting, output layout, strided loops, dtype
+ * conversion and reduction geometry shared by the elementwise kernels.
+ */
+#include "tensor_iter.h"
+
+#include <stdio.h>
+
+#include "dtype_cast.h"
+
+/* ---- geometry ------------------------------------------------------------ */
+
+disp_status disp__titer_broadcast(const char *op, disp_tensor *const *ins, int nin, int64_t *shape,
+                                  int *ndim) {
+  (void)op; /* the dispatcher prefixes the operator's name to messages */
+  int nd = 0;
+  for (int k = 0; k < nin; k++)
+    if (ins[k] && ins[k]->ndim > nd) nd = ins[k]->ndim;
+  for (int i = 0; i < nd; i++) shape[i] = 1;
+  for (int k = 0; k < nin; k++) {
+    const disp_tensor *t = ins[k];
+    if (!t) continue;
+    for (int i = 0; i < t->ndim; i++) {
+      int d = nd - t->ndim + i;
+      int64_t s = t->sizes[i];
+      if (s == shape[d]) continue;
+      if (shape[d] == 1) {
+        shape[d] = s;
+      } else if (s != 1) {
+        return disp_set_error(DISP_ERR_INVALID_ARG,
+                              "The size of tensor a (%lld) must match the size of tensor b (%lld) at "
+                              "non-singleton dimension %d", (long long)shape[d], (long long)s, d);
+      }
+    }
+  }
+  *ndim = nd;
+  return DISP_OK;
+}
+
+static int is_channels_last(const disp_tensor *t) {
+  if (t->ndim != 4) return 0;
+  static const int order[4] = {1, 3, 2, 0};
+  int64_t expected = 1;
+  for (int k = 0; k < 4; k++) {
+    int d = order[k];
+    if (t->sizes[d] != 1) {
+      if (t->strides[d] != expected) return 0;
+      expected *= t->sizes[d];
+    }
+  }
+  return 1;
+}
+
+static int is_non_overlapping_and_dense(const disp_tensor *t) {
+  if (t->is_contiguous) return 1;
+  int n = t->ndim, perm[DISP_TITER_MAX_DIMS];
+  for (int i = 0; i < n; i++) perm[i] = i;
+  /* insertion sort: size < 2 dims last, others by stride */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0; j--) {
+      int a = perm[j], b = perm[j - 1];
+      int less = t->sizes[a] < 2 ? 0 : t->sizes[b] < 2 ? 1 : t->strides[a] < t->strides[b];
+      if (!less) break;
+      perm[j] = b;
+      perm[j - 1] = a;
+    }
+  int64_t req = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t s = t->sizes[perm[i]];
+    if (s < 2) return 1;
+    if (t->strides[perm[i]] != req) return 0;
+    req *= s;
+  }
+  return 1;
+}
+
+static int same_sizes(const disp_tensor *a, const disp_tensor *b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->sizes[i] != b->sizes[i]) return 0;
+  return 1;
+}
+
+void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *shape, int ndim,
+                             int64_t *strides) {
+  /* TensorIterator's fast setup: every input of the output's shape */
+  const disp_tensor *first = NULL;
+  int same = 1, contig = 1, cl = 1, dense = 1;
+  for (int k = 0; k < nin; k++) {
+    const disp_tensor *t = ins[k];
+    if (!t) continue;
+    if (!first) first = t;
+    if (t->ndim != ndim || !same_sizes(t, first)) same = 0;
+    contig &= t->is_contiguous;
+    cl &= is_channels_last(t);
+    dense &= is_non_overlapping_and_dense(t);
+  }
+  if (same && first) {
+    if (contig) {
+      disp__tensor_contiguous_strides(shape, ndim, strides);
+      return;
+    }
+    if (cl) {
+      int64_t e = 1;
+      static const int order[4] = {1, 3, 2, 0};
+      for (int k = 0; k < 4; k++) {
+        strides[order[k]] = e;
+        e *= shape[order[k]] > 1 ? shape[order[k]] : 1;
+      }
+      return;
+    }
+    if (dense) {
+      /* the same strides everywhere: keep them (inputs checked last first) */
+      int eq = 1;
+      for (int k = 0; k < nin; k++)
+        if (ins[k] && memcmp(ins[k]->strides, first->strides, sizeof(int64_t) * (size_t)ndim)) eq = 0;
+      if (eq) {
+        memcpy(strides, first->strides, sizeof(int64_t) * (size_t)ndim);
+        return;
+      }
+    }
+  }
+  /* general case: order dims as the inputs' strides do (reorder_dimensions),
+   * perm[0] the fastest dim */
+  int perm[DISP_TITER_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+  for (int i = 1; i < ndim; i++) {
+    int d1 = i;
+    for (int d0 = i - 1; d0 >= 0; d0--) {
+      int a = perm[d0], b = perm[d1], cmp = 0;
+      for (int k = 0; k < nin && !cmp; k++) {
+        const disp_tensor *t = ins[k];
+        if (!t) continue;
+        int off = ndim - t->ndim;
+        int64_t s0 = 0, s1 = 0;
+        if (a >= off && !(t->sizes[a - off] == 1 && shape[a] != 1)) s0 = t->strides[a - off];
+        if (b >= off && !(t->sizes[b - off] == 1 && shape[b] != 1)) s1 = t->strides[b - off];
+        if (s0 == 0 || s1 == 0) continue;
+        if (s0 < s1) cmp = -1;
+        else if (s0 > s1) cmp = 1;
+        else if (shape[a] > shape[b]) cmp = 1;
+      }
+      if (cmp > 0) {
+        perm[d0] = b;
+        perm[d1] = a;
+        d1 = d0;
+      } else if (cmp < 0) {
+        break;
+      }
+    }
+  }
+  int64_t e = 1;
+  for (int i = 0; i < ndim; i++) {
+    strides[perm[i]] = e;
+    e *= shape[perm[i]];
+  }
+}
+
+disp_device disp__titer_device(disp_tensor *const *ins, int nin) {
+  for (int k = 0; k < nin; k++)
+    if (ins[k] && ins[k]->device.type != DISP_BACKEND_CPU) return ins[k]->device;
+  return disp_device_make(DISP_BACKEND_CPU, -1);
+}
+
+disp_status disp__titer_new_output(const char *op, disp_tensor *const *ins, int nin, disp_dtype dt,
+                                   disp_device dev, disp_tensor **out) {
+  int64_t shape[DISP_TITER_MAX_DIMS], strides[DISP_TITER_MAX_DIMS];
+  int nd;
+  disp_status st = disp__titer_broadcast(op, ins, nin, shape, &nd);
+  if (st != DISP_OK) return st;
+  /* the hot path of small same-shape contiguous ops: plain contiguous */
+  disp__titer_out_strides(ins, nin, shape, nd, strides);
+  return disp_tensor_empty_strided(shape, strides, nd, dt, dev, out);
+}
+
+disp_status disp__titer_check_internal_overlap(const char *op, const disp_tensor *t) {
+  (void)op; /* the dispatcher prefixes the operator's name to messages */
+  if (t->is_contiguous) return DISP_OK;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->strides[i] == 0 && t->sizes[i] > 1)
+      return disp_set_error(DISP_ERR_INVALID_ARG,
+                            "unsupported operation: more than one element of the written-to tensor "
+                            "refers to a single memory location. Please clone() the tensor before "
+                            "performing the operation.");
+  return DISP_OK;
+}
+
+disp_status disp__titer_resize_out(const char *op, disp_tensor *out, const int64_t *shape, int ndim,
+                                   const int64_t *strides) {
+  if (ndim == out->ndim && !memcmp(shape, out->sizes, sizeof(int64_t) * (size_t)ndim)) return DISP_OK;
+  int64_t cs[DISP_TITER_MAX_DIMS];
+  if (!strides) {
+    disp__tensor_contiguous_strides(shape, ndim, cs);
+    strides = cs;
+  }
+  if (!out->storage) return disp_set_error(DISP_ERR_INVALID_ARG, "cannot resize out without storage");
+  size_t nb;
+  disp_status st = disp__tensor_check_shape(op, shape, strides, ndim, NULL);
+  if (st == DISP_OK)
+    st = disp__tensor_storage_nbytes(shape, strides, ndim, out->storage_offset, disp_dtype_itemsize(out->dtype),
+                                     &nb);
+  if (st == DISP_OK && nb > out->storage->nbytes) st = disp__storage_resize(out->storage, nb);
+  if (st == DISP_OK) st = disp__tensor_set_sizes_strides(out, shape, strides, ndim);
+  return st;
+}
+
+int disp__can_cast(disp_dtype from, disp_dtype to) {
+  if (disp_dtype_is_floating(from) && disp_dtype_is_integral(to, 0)) return 0;
+  if (from != DISP_DTYPE_BOOL && to == DISP_DTYPE_BOOL) return 0;
+  return 1;
+}
+
+/* ---- loops --------------------------------------------------------------- */
+
+void disp__titer_loop_raw(int nops, char **data, const int64_t *strides, const int64_t *shape, int ndim,
+                          disp_titer_loop loop, const void *ctx) {
+  int64_t sh[DISP_TITER_MAX_DIMS], st[DISP_TITER_MAX_OPS][DISP_TITER_MAX_DIMS];
+  int dims[DISP_TITER_MAX_DIMS], n = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] == 0) return;
+    if (shape[i] != 1) dims[n++] = i;
+  }
+  /* order: fastest first by operand 0's stride, then by the next operands' */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0; j--) {
+      int a = dims[j], b = dims[j - 1], less = 0;
+      for (int k = 0; k < nops; k++) {
+        int64_t sa = strides[k * ndim + a], sb = strides[k * ndim + b];
+        if (sa < 0) sa = -sa;
+        if (sb < 0) sb = -sb;
+        if (sa != sb) {
+          less = sa < sb;
+          break;
+        }
+      }
+      if (!less) break;
+      dims[j] = b;
+      dims[j - 1] = a;
+    }
+  /* coalesce neighbours that step like one dimension in every operand */
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    int d = dims[i];
+    if (m > 0) {
+      int ok = 1;
+      for (int k = 0; k < nops && ok; k++) ok = strides[k * ndim + d] == st[k][m - 1] * sh[m - 1];
+      if (ok) {
+        sh[m - 1] *= shape[d];
+        continue;
+      }
+    }
+    sh[m] = shape[d];
+    for (int k = 0; k < nops; k++) st[k][m] = strides[k * ndim + d];
+    m++;
+  }
+  char *ptr[DISP_TITER_MAX_OPS];
+  int64_t inner[DISP_TITER_MAX_OPS];
+  for (int k = 0; k < nops; k++) {
+    ptr[k] = data[k];
+    inner[k] = m ? st[k][0] : 0;
+  }
+  if (m <= 1) {
+    loop(ptr, inner, m ? sh[0] : 1, ctx);
+    return;
+  }
+  int64_t idx[DISP_TITER_MAX_DIMS] = {0};
+  for (;;) {
+    loop(ptr, inner, sh[0], ctx);
+    int d = 1;
+    for (; d < m; d++) {
+      for (int k = 0; k < nops; k++) ptr[k] += st[k][d];
+      if (++idx[d] < sh[d]) break;
+      for (int k = 0; k < nops; k++) ptr[k] -= st[k][d] * sh[d];
+      idx[d] = 0;
+    }
+    if (d == m) return;
+  }
+}
+
+static char *data_of(const disp_tensor *t) {
+  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
+  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
+}
+
+typedef struct copy_ctx { disp_dtype dst, src; size_t isz; } copy_ctx;
+
+static void copy_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  const copy_ctx *c = ctx;
+  char *o = d[0];
+  const char *in = d[1];
+  if (c->dst == c->src) {
+    if (s[0] == (int64_t)c->isz && s[1] == (int64_t)c->isz) {
+      memcpy(o, in, (size_t)n * c->isz);
+      return;
+    }
+    for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) memcpy(o, in, c->isz);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) disp__convert_elem(o, c->dst, in, c->src);
+}
+
+/* Byte strides of t over `shape` (right-aligned, broadcast dims 0). */
+static void bcast_strides(const disp_tensor *t, const int64_t *shape, int ndim, int64_t *out) {
+  int off = ndim - t->ndim;
+  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
+  for (int i = 0; i < ndim; i++) {
+    if (i < off || (t->sizes[i - off] == 1 && shape[i] != 1)) out[i] = 0;
+    else out[i] = t->strides[i - off] * isz;
+  }
+}
+
+disp_status disp__titer_copy(disp_tensor *dst, disp_tensor *src) {
+  if (dst->numel == 0 || dst->device.type != DISP_BACKEND_CPU) return DISP_OK;
+  copy_ctx c = {dst->dtype, src->dtype, disp_dtype_itemsize(dst->dtype)};
+  int nd = dst->ndim;
+  int64_t strides[2 * DISP_TITER_MAX_DIMS];
+  bcast_strides(dst, dst->sizes, nd, strides);
+  bcast_strides(src, dst->sizes, nd, strides + nd);
+  char *data[2] = {data_of(dst), data_of(src)};
+  disp__titer_loop_raw(2, data, strides, dst->sizes, nd, copy_loop, &c);
+  return DISP_OK;
+}
+
+disp_status disp__titer_contiguous_as(disp_tensor *t, disp_dtype dt, disp_tensor **out) {
+  if (t->is_contiguous && t->dtype == dt) {
+    *out = disp_tensor_retain(t);
+    return DISP_OK;
+  }
+  disp_status st = disp_tensor_empty(t->sizes, t->ndim, dt, t->device, out);
+  if (st != DISP_OK) return st;
+  return disp__titer_copy(*out, t);
+}
+
+disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const *ins, int nin,
+                            disp_dtype in_dt, disp_dtype out_dt, disp_titer_loop loop, const void *ctx) {
+  (void)op;
+  if (out->device.type != DISP_BACKEND_CPU || out->numel == 0) return DISP_OK;
+  disp_tensor *conv[DISP_TITER_MAX_OPS] = {0}, *tmp_out = NULL, *target = out;
+  disp_tensor *ops[DISP_TITER_MAX_OPS];
+  disp_status st = DISP_OK;
+  int fast = out->is_contiguous;
+  for (int k = 0; k < nin; k++) {
+    disp_tensor *t = ins[k];
+    if (t->dtype != in_dt) {
+      if ((st = disp__titer_contiguous_as(t, in_dt, &conv[k])) != DISP_OK) goto done;
+      t = conv[k];
+    }
+    ops[k + 1] = t;
+    fast &= t->is_contiguous && same_sizes(t, out);
+  }
+  if (out->dtype != out_dt) {
+    if ((st = disp_tensor_empty(out->sizes, out->ndim, out_dt, out->device, &tmp_out)) != DISP_OK) goto done;
+    target = tmp_out;
+  }
+  ops[0] = target;
+  char *data[DISP_TITER_MAX_OPS];
+  for (int k = 0; k <= nin; k++) data[k] = data_of(ops[k]);
+  if (fast) {
+    int64_t s[DISP_TITER_MAX_OPS];
+    for (int k = 0; k <= nin; k++) s[k] = (int64_t)disp_dtype_itemsize(ops[k]->dtype);
+    loop(data, s, out->numel, ctx);
+  } else {
+    int nd = out->ndim;
+    int64_t strides[DISP_TITER_MAX_OPS * DISP_TITER_MAX_DIMS];
+    for (int k = 0; k <= nin; k++) bcast_strides(ops[k], out->sizes, nd, strides + k * nd);
+    disp__titer_loop_raw(nin + 1, data, strides, out->sizes, nd, loop, ctx);
+  }
+  if (tmp_out) st = disp__titer_copy(out, tmp_out);
+done:
+  for (int k = 0; k < nin; k++) disp_tensor_release(conv[k]);
+  disp_tensor_release(tmp_out);
+  return st;
+}
+
+/* ---- the pointwise driver ---------------------------------------------------------- */
+
+disp_status disp__not_implemented(const char *kname, disp_dtype dt) {
+  return disp_set_error(DISP_ERR_TYPE, "\"%s\" not implemented for '%s'", kname, disp_dtype_torch_name(dt));
+}
+
+static void format_shape(char *buf, size_t n, const int64_t *s, int nd) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < nd && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)s[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* Bytes [lo, hi) a strided tensor can touch in its storage. */
+static void byte_range(const disp_tensor *t, int64_t *lo, int64_t *hi) {
+  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype), end = t->storage_offset;
+  for (int i = 0; i < t->ndim; i++) end += (t->sizes[i] - 1) * t->strides[i];
+  *lo = t->storage_offset * isz;
+  *hi = (end + 1) * isz;
+}
+
+/* PyTorch's get_overlap_status == PARTIAL: a is written while b is read,
+ * and they share memory without being the very same view. */
+static int partial_overlap(const disp_tensor *a, const disp_tensor *b) {
+  if (a == b || !a->storage || a->storage != b->storage || a->numel == 0 || b->numel == 0) return 0;
+  int64_t alo, ahi, blo, bhi;
+  byte_range(a, &alo, &ahi);
+  byte_range(b, &blo, &bhi);
+  if (alo >= bhi || blo >= ahi) return 0;
+  if (alo == blo && a->dtype == b->dtype && a->ndim == b->ndim &&
+      !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) &&
+      !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim))
+    return 0; /* full overlap: elementwise in place is fine */
+  return 1;
+}
+
+/* Checks and geometry of the written tensor for modes INPLACE and OUT. */
+static disp_status prepare_dest(const char *op, int mode, disp_tensor *dest, disp_tensor *const *ins, int nin,
+                                disp_dtype result) {
+  int64_t shape[DISP_TITER_MAX_DIMS];
+  int nd;
+  disp_status st = disp__titer_broadcast(op, ins, nin, shape, &nd);
+  if (st != DISP_OK) return st;
+  if (!disp__can_cast(result, dest->dtype))
+    return disp_set_error(DISP_ERR_TYPE, "result type %s can't be cast to the desired output type %s",
+                          disp_dtype_torch_name(result), disp_dtype_torch_name(dest->dtype));
+  if ((st = disp__titer_check_internal_overlap(op, dest)) != DISP_OK) return st;
+  for (int k = 0; k < nin; k++)
+    if (ins[k] && partial_overlap(dest, ins[k]))
+      return disp_set_error(DISP_ERR_INVALID_ARG,
+                            "unsupported operation: some elements of the input tensor and the written-to "
+                            "tensor refer to a single memory location. Please clone() the tensor before "
+                            "performing the operation.");
+  if (mode == DISP_PW_INPLACE) {
+    if (nd != dest->ndim || memcmp(shape, dest->sizes, sizeof(int64_t) * (size_t)nd)) {
+      char a[256], b[256];
+      format_shape(a, sizeof a, dest->sizes, dest->ndim);
+      format_shape(b, sizeof b, shape, nd);
+      return disp_set_error(DISP_ERR_INVALID_ARG, "output with shape %s doesn't match the broadcast shape %s", a, b);
+    }
+    return DISP_OK;
+  }
+  int64_t strides[DISP_TITER_MAX_DIMS];
+  disp__titer_out_strides(ins, nin, shape, nd, strides);
+  return disp__titer_resize_out(op, dest, shape, nd, strides);
+}
+
+/* Runs loops[compute] over ins into a fresh tensor of dtype `result`, or
+ * into dest (DISP_PW_INPLACE/OUT, which is returned as a new reference). */
+disp_status disp__pointwise(const char *op, const char *kname, int mode, disp_tensor *dest, disp_tensor *const *ins,
+                             int nin, disp_dtype compute, disp_dtype result, const disp_titer_loop *loops,
+                             const disp_titer_consts *c, disp_tensor **ret) {
+  disp_titer_loop loop = loops[compute];
+  if (!loop) return disp__not_implemented(kname, compute);
+  disp_status st;
+  disp_tensor *out;
+  /* the small-tensor hot path: same shape, contiguous, one dtype, on the
+   * CPU - no broadcasting, layout or conversion work at all */
+  if (mode == DISP_PW_FRESH && ins[0]->is_contiguous && ins[0]->dtype == compute && compute == result &&
+      ins[0]->device.type == DISP_BACKEND_CPU) {
+    const disp_tensor *t0 = ins[0];
+    int fast = 1;
+    for (int k = 1; k < nin && fast; k++)
+      fast = ins[k]->is_contiguous && ins[k]->dtype == compute && ins[k]->device.type == DISP_BACKEND_CPU &&
+             same_sizes(ins[k], t0);
+    if (fast) {
+      if ((st = disp_tensor_empty(t0->sizes, t0->ndim, result, t0->device, &out)) != DISP_OK) return st;
+      if (out->numel > 0) {
+        char *data[DISP_TITER_MAX_OPS];
+        int64_t s[DISP_TITER_MAX_OPS], isz = (int64_t)disp_dtype_itemsize(result);
+        data[0] = data_of(out);
+        s[0] = isz;
+        for (int k = 0; k < nin; k++) {
+          data[k + 1] = data_of(ins[k]);
+          s[k + 1] = isz;
+        }
+        loop(data, s, out->numel, c);
+      }
+      *ret = out;
+      return DISP_OK;
+    }
+  }
+  if (mode == DISP_PW_FRESH) {
+    st = disp__titer_new_output(op, ins, nin, result, disp__titer_device(ins, nin), &out);
+    if (st != DISP_OK) return st;
+  } else {
+    if ((st = prepare_dest(op, mode, dest, ins, nin, result)) != DISP_OK) return st;
+    out = disp_tensor_retain(dest);
+  }
+  st = disp__titer_run(op, out, ins, nin, compute, result, loop, c);
+  if (st != DISP_OK) {
+    disp_tensor_release(out);
+    return st;
+  }
+  *ret = out;
+  return DISP_OK;
+}
+
+disp_dtype disp__result_type2(disp_tensor *a, disp_tensor *b) {
+  disp__result_state s;
+  disp__result_state_init(&s);
+  disp__result_state_tensor(&s, a);
+  disp__result_state_tensor(&s, b);
+  return (disp_dtype)disp__result_state_get(&s);
+}
+
+void disp__consts_set(disp_titer_consts *c, int k, disp_scalar v) {
+  c->d[k] = disp_scalar_to_double(v);
+  c->i[k] = v.kind == DISP_SCALAR_INT ? v.v.i : v.kind == DISP_SCALAR_BOOL ? (int64_t)v.v.b : (int64_t)v.v.d;
+}
+
+/* ---- reductions ---------------------------------------------------------- */
+
+disp_status disp__titer_wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
+  (void)op; /* the dispatcher prefixes the operator's name to messages */
+  int64_t n = ndim > 0 ? ndim : 1;
+  if (dim < -n || dim >= n)
+    return disp_set_error(DISP_ERR_INVALID_ARG,
+                          "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)", (long long)-n, (long long)(n - 1), (long long)dim);
+  *out = (int)(dim < 0 ? dim + n : dim);
+  return DISP_OK;
+}
+
+disp_status disp__reduce_shape(const char *op, const disp_tensor *self, const int64_t *dims, size_t ndims,
+                               bool keepdim, uint64_t *mask, int64_t *shape, int *ndim) {
+  uint64_t m = 0;
+  int nd = self->ndim;
+  if (ndims == 0) {
+    m = nd >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nd) - 1);
+  } else {
+    for (size_t i = 0; i < ndims; i++) {
+      int d = 0;
+      disp_status st = disp__titer_wrap_dim(op, dims[i], nd, &d);
+      if (st != DISP_OK) return st;
+      if (nd == 0) continue; /* dim 0 of a 0-dim tensor: nothing to reduce */
+      if (m & ((uint64_t)1 << d))
+        return disp_set_error(DISP_ERR_INVALID_ARG, "dim %d appears multiple times in the list of dims",
+                              d);
+      m |= (uint64_t)1 << d;
+    }
+  }
+  int k = 0;
+  for (int i = 0; i < nd; i++) {
+    if (m & ((uint64_t)1 << i)) {
+      if (keepdim) shape[k++] = 1;
+    } else {
+      shape[k++] = self->sizes[i];
+    }
+  }
+  *mask = m;
+  *ndim = k;
+  return DISP_OK;
+}
+
+void disp__reduce_acc_strides(const disp_tensor *self, uint64_t mask, size_t isz, int64_t *strides) {
+  int64_t e = (int64_t)isz;
+  for (int i = self->ndim - 1; i >= 0; i--) {
+    if (mask & ((uint64_t)1 << i)) {
+      strides[i] = 0;
+    } else {
+      strides[i] = e;
+      e *= self->sizes[i];
+    }
+  }
+}

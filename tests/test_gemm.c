@@ -1,0 +1,233 @@
+/*
+ * test_gemm - the two matrix-multiply paths (CBLAS and the portable blocked
+ * kernel) agree with each other and with a naive reference: sizes that are
+ * not multiples of the blocks, transposed / sliced / expanded / column-major
+ * operands, large sizes, every dtype; float64 with values that are
+ * multiples of 1/8 must be bit-exact whatever the summation order.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "gemm.h"
+#include "test.h"
+
+static uint64_t g_state = 12345;
+static double rnd8(void) { /* a multiple of 1/8 in [-3, 3] */
+  g_state = g_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)((int64_t)((g_state >> 33) % 49) - 24) / 8.0;
+}
+
+/* Reference C = alpha*A@B + beta*C in long double over strided doubles. */
+static void ref_gemm(int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t ars,
+                     int64_t acs, const double *b, int64_t brs, int64_t bcs, double beta, double *c,
+                     int64_t crs, int64_t ccs) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      long double s = 0;
+      for (int64_t p = 0; p < k; p++) s += (long double)a[i * ars + p * acs] * b[p * brs + j * bcs];
+      double *cp = &c[i * crs + j * ccs];
+      *cp = (double)(alpha * s + (beta == 0 ? 0.0 : beta * *cp));
+    }
+}
+
+static double *filled(size_t n) {
+  double *p = malloc(sizeof(double) * (n ? n : 1));
+  for (size_t i = 0; i < n; i++) p[i] = rnd8();
+  return p;
+}
+
+/* One f64 case: operands in the given layouts; both paths must equal the
+ * reference exactly (1/8 multiples, sums far below 2^53). */
+static int check_f64(int64_t m, int64_t n, int64_t k, int a_trans, int b_trans, int c_layout, double beta) {
+  int64_t ars = a_trans ? 1 : k + 3, acs = a_trans ? m + 2 : 1; /* padded leading dims */
+  int64_t brs = b_trans ? 1 : n + 1, bcs = b_trans ? k + 5 : 1;
+  int64_t crs, ccs;
+  if (c_layout == 0) crs = n, ccs = 1;           /* row-major */
+  else if (c_layout == 1) crs = 1, ccs = m;      /* column-major */
+  else crs = 2 * n, ccs = 2;                      /* neither: strided both ways */
+  size_t asz = (size_t)((m - 1) * ars + (k - 1) * acs + 1), bsz = (size_t)((k - 1) * brs + (n - 1) * bcs + 1);
+  size_t csz = (size_t)((m - 1) * crs + (n - 1) * ccs + 1);
+  double *a = filled(asz), *b = filled(bsz), *c0 = filled(csz);
+  double *cref = malloc(sizeof(double) * csz), *cb = malloc(sizeof(double) * csz), *cp = malloc(sizeof(double) * csz);
+  memcpy(cref, c0, sizeof(double) * csz);
+  memcpy(cb, c0, sizeof(double) * csz);
+  memcpy(cp, c0, sizeof(double) * csz);
+  ref_gemm(m, n, k, 1.5, a, ars, acs, b, brs, bcs, beta, cref, crs, ccs);
+  disp__mat A = {a, ars, acs}, B = {b, brs, bcs}, Cb = {cb, crs, ccs}, Cp = {cp, crs, ccs};
+  int old = disp__gemm_force_portable(0);
+  ASSERT_OK(disp__gemm_f64(m, n, k, 1.5, A, B, beta, Cb));
+  disp__gemm_force_portable(1);
+  ASSERT_OK(disp__gemm_f64(m, n, k, 1.5, A, B, beta, Cp));
+  disp__gemm_force_portable(old);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      int64_t o = i * crs + j * ccs;
+      if (cb[o] != cref[o] || cp[o] != cref[o])
+        TEST_FAIL_("f64 %lldx%lldx%lld ta=%d tb=%d c=%d at (%lld,%lld): blas %g portable %g ref %g",
+                   (long long)m, (long long)n, (long long)k, a_trans, b_trans, c_layout, (long long)i,
+                   (long long)j, cb[o], cp[o], cref[o]);
+    }
+  free(a), free(b), free(c0), free(cref), free(cb), free(cp);
+  return 0;
+}
+
+TEST(f64_exact_all_layouts) {
+  static const int64_t sizes[][3] = {{1, 1, 1},   {2, 3, 4},    {13, 11, 20}, {17, 1, 9},
+                                     {1, 33, 7},  {65, 63, 129}, {70, 257, 3}, {130, 5, 300}};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++)
+        for (int cl = 0; cl < 3; cl++)
+          if (check_f64(sizes[s][0], sizes[s][1], sizes[s][2], ta, tb, cl, cl == 2 ? 0.5 : 0.0)) return 1;
+  return 0;
+}
+
+TEST(beta_zero_ignores_nan) {
+  double a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4] = {NAN, INFINITY, NAN, NAN};
+  disp__mat A = {a, 2, 1}, B = {b, 2, 1}, C = {c, 2, 1};
+  for (int portable = 0; portable < 2; portable++) {
+    c[0] = NAN, c[1] = INFINITY, c[2] = NAN, c[3] = NAN;
+    disp__gemm_force_portable(portable);
+    ASSERT_OK(disp__gemm_f64(2, 2, 2, 1.0, A, B, 0.0, C));
+    for (int i = 0; i < 4; i++) ASSERT_TRUE(c[i] == a[i]);
+  }
+  disp__gemm_force_portable(0);
+  return 0;
+}
+
+TEST(expanded_operand_and_k_zero) {
+  double a[3] = {0.375, 1.125, -0.875}, b[6] = {1.875, 0.75, -2.5, -0.625, 1.5, 2.125}, c[8], r[8];
+  disp__mat A = {a, 0, 1}, B = {b, 2, 1}; /* A is (4,3) with row stride 0 */
+  for (int portable = 0; portable < 2; portable++) {
+    disp__gemm_force_portable(portable);
+    disp__mat C = {c, 2, 1};
+    ASSERT_OK(disp__gemm_f64(4, 2, 3, 1.0, A, B, 0.0, C));
+    ref_gemm(4, 2, 3, 1.0, a, 0, 1, b, 2, 1, 0.0, r, 2, 1);
+    for (int i = 0; i < 8; i++) ASSERT_TRUE(c[i] == r[i]);
+    /* k = 0: C = beta * C */
+    for (int i = 0; i < 8; i++) c[i] = i;
+    ASSERT_OK(disp__gemm_f64(4, 2, 0, 1.0, A, B, 2.0, C));
+    for (int i = 0; i < 8; i++) ASSERT_TRUE(c[i] == 2.0 * i);
+  }
+  disp__gemm_force_portable(0);
+  return 0;
+}
+
+/* float32: both paths against a float64 reference, relative to the scale. */
+static int check_f32(int64_t m, int64_t n, int64_t k, int trans) {
+  float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+  float *c1 = malloc(sizeof(float) * (size_t)(m * n)), *c2 = malloc(sizeof(float) * (size_t)(m * n));
+  double *ad = malloc(sizeof(double) * (size_t)(m * k)), *bd = malloc(sizeof(double) * (size_t)(k * n));
+  double *r = malloc(sizeof(double) * (size_t)(m * n));
+  for (int64_t i = 0; i < m * k; i++) ad[i] = a[i] = (float)(rnd8() * 0.37);
+  for (int64_t i = 0; i < k * n; i++) bd[i] = b[i] = (float)(rnd8() * 0.91);
+  int64_t ars = trans ? 1 : k, acs = trans ? m : 1;
+  ref_gemm(m, n, k, 1.0, ad, ars, acs, bd, n, 1, 0.0, r, n, 1);
+  disp__mat A = {a, ars, acs}, B = {b, n, 1}, C1 = {c1, n, 1}, C2 = {c2, n, 1};
+  disp__gemm_force_portable(0);
+  ASSERT_OK(disp__gemm_f32(m, n, k, 1.0f, A, B, 0.0f, C1));
+  disp__gemm_force_portable(1);
+  ASSERT_OK(disp__gemm_f32(m, n, k, 1.0f, A, B, 0.0f, C2));
+  disp__gemm_force_portable(0);
+  double tol = 1e-5 * sqrt((double)k) * 3.0;
+  for (int64_t i = 0; i < m * n; i++) {
+    if (fabs(c1[i] - r[i]) > tol * (1 + fabs(r[i])) || fabs(c2[i] - r[i]) > tol * (1 + fabs(r[i])))
+      TEST_FAIL_("f32 %lldx%lldx%lld at %lld: blas %g portable %g ref %g", (long long)m, (long long)n,
+                 (long long)k, (long long)i, c1[i], c2[i], r[i]);
+  }
+  free(a), free(b), free(c1), free(c2), free(ad), free(bd), free(r);
+  return 0;
+}
+
+TEST(f32_random_and_large) {
+  static const int64_t sizes[][3] = {{7, 9, 5}, {64, 64, 64}, {129, 67, 255}, {300, 200, 513}};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    for (int t = 0; t < 2; t++)
+      if (check_f32(sizes[s][0], sizes[s][1], sizes[s][2], t)) return 1;
+  return 0;
+}
+
+TEST(integer_dtypes_wrap_like_the_type) {
+  /* int8: 100 * 3 = 300 wraps to 44 in int8 arithmetic, as in PyTorch. */
+  int8_t a[2] = {100, 1}, b[2] = {3, 1}, c[1] = {0};
+  disp__mat A = {a, 2, 1}, B = {b, 1, 1}, C = {c, 1, 1};
+  ASSERT_OK(disp__gemm(DISP_DTYPE_INT8, 1, 1, 2, disp_scalar_int(1), A, B, disp_scalar_int(0), C));
+  ASSERT_EQ_INT(c[0], (int8_t)(uint8_t)301);
+  int64_t x[6] = {-5, 4, 4, -3, -5, -2}, y[6] = {3, 5, -3, -4, 5, -1}, z[4] = {1, 1, 1, 1};
+  disp__mat X = {x, 3, 1}, Y = {y, 2, 1}, Z = {z, 2, 1};
+  ASSERT_OK(disp__gemm(DISP_DTYPE_INT64, 2, 2, 3, disp_scalar_int(-1), X, Y, disp_scalar_int(2), Z));
+  ASSERT_EQ_INT(z[0], 2 + 7);
+  ASSERT_EQ_INT(z[1], 2 + 45);
+  ASSERT_EQ_INT(z[2], 2 + 4);
+  ASSERT_EQ_INT(z[3], 2 - 7);
+  return 0;
+}
+
+TEST(bfloat16_accumulates_in_float) {
+  uint16_t a[4], b[4], c[4];
+  float af[4] = {-1.75f, 0.125f, 0.375f, -1.75f}, bf[4] = {-0.75f, -0.625f, 1.75f, -2.75f};
+  for (int i = 0; i < 4; i++) a[i] = disp__f32_to_bf16(af[i]), b[i] = disp__f32_to_bf16(bf[i]);
+  disp__mat A = {a, 2, 1}, B = {b, 2, 1}, C = {c, 2, 1};
+  ASSERT_OK(disp__gemm(DISP_DTYPE_BFLOAT16, 2, 2, 2, disp_scalar_int(1), A, B, disp_scalar_int(0), C));
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) {
+      float want = af[i * 2] * bf[j] + af[i * 2 + 1] * bf[2 + j];
+      ASSERT_TRUE(disp__bf16_to_f32(c[i * 2 + j]) == disp__bf16_to_f32(disp__f32_to_bf16(want)));
+    }
+  /* float16 round trip of a few values, subnormals included */
+  float hv[5] = {0.0f, 1.0f, -2.5f, 6.103515625e-05f, 5.960464477539063e-08f};
+  for (int i = 0; i < 5; i++) ASSERT_TRUE(disp__f16_to_f32(disp__f32_to_f16(hv[i])) == hv[i]);
+  return 0;
+}
+
+/* The operators on top: mm through the dispatcher, BLAS vs portable. */
+static disp_tensor *tensor2(int64_t r, int64_t c, disp_dtype dt) {
+  int64_t sz[2] = {r, c};
+  disp_tensor *t = NULL;
+  if (disp_tensor_empty(sz, 2, dt, disp_device_make(DISP_BACKEND_CPU, -1), &t) != DISP_OK) return NULL;
+  for (int64_t i = 0; i < r * c; i++)
+    disp__store_f64((char *)disp_tensor_data_ptr(t) + i * (int64_t)disp_dtype_itemsize(dt), dt, rnd8());
+  return t;
+}
+
+TEST(mm_operator_paths_agree) {
+  disp_dtype dts[2] = {DISP_DTYPE_FLOAT32, DISP_DTYPE_FLOAT64};
+  for (int d = 0; d < 2; d++) {
+    disp_tensor *a = tensor2(37, 71, dts[d]), *b = tensor2(71, 29, dts[d]), *r1 = NULL, *r2 = NULL;
+    ASSERT_TRUE(a && b);
+    disp__gemm_force_portable(0);
+    ASSERT_OK(disp_aten_mm(a, b, &r1));
+    disp__gemm_force_portable(1);
+    ASSERT_OK(disp_aten_mm(a, b, &r2));
+    disp__gemm_force_portable(0);
+    size_t isz = disp_dtype_itemsize(dts[d]);
+    ASSERT_TRUE(memcmp(disp_tensor_data_ptr(r1), disp_tensor_data_ptr(r2), isz * 37 * 29) == 0);
+    disp_tensor_release(a), disp_tensor_release(b), disp_tensor_release(r1), disp_tensor_release(r2);
+  }
+  return 0;
+}
+
+TEST(mm_errors_in_pytorch_words) {
+  disp_tensor *a = tensor2(2, 3, DISP_DTYPE_FLOAT32), *b = tensor2(2, 2, DISP_DTYPE_FLOAT32), *r = NULL;
+  disp_tensor *d = tensor2(3, 2, DISP_DTYPE_FLOAT64), *h = tensor2(2, 2, DISP_DTYPE_FLOAT16);
+  ASSERT_TRUE(disp_aten_mm(a, b, &r) != DISP_OK);
+  ASSERT_CONTAINS(disp_last_error(), "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x2)");
+  ASSERT_TRUE(disp_aten_mm(a, d, &r) != DISP_OK);
+  ASSERT_CONTAINS(disp_last_error(), "expected scalar type Float but found Double");
+  ASSERT_TRUE(disp_aten_mm(h, h, &r) != DISP_OK);
+  ASSERT_CONTAINS(disp_last_error(), "not implemented for 'Half'");
+  disp_tensor_release(a), disp_tensor_release(b), disp_tensor_release(d), disp_tensor_release(h);
+  return 0;
+}
+
+TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts),
+             TEST_ENTRY(beta_zero_ignores_nan),
+             TEST_ENTRY(expanded_operand_and_k_zero),
+             TEST_ENTRY(f32_random_and_large),
+             TEST_ENTRY(integer_dtypes_wrap_like_the_type),
+             TEST_ENTRY(bfloat16_accumulates_in_float),
+             TEST_ENTRY(mm_operator_paths_agree),
+             TEST_ENTRY(mm_errors_in_pytorch_words),
+             TEST_END};
+TEST_MAIN()

@@ -1,0 +1,722 @@
+/*
+ * check_ops.c - `disp check-ops`: runs reference cases (format:
+ * shared/conformance/ops/README.md) through the dispatcher and compares.
+ *
+ * Each case is called the way a user would: every argument built from the
+ * file and pushed on a disp_stack in schema order, the operator found by
+ * name, and disp_call_boxed - the real call path, autograd keys and all.
+ * By default every argument is pushed explicitly (the files list them all);
+ * with --fill-defaults the trailing `defaulted` arguments are left off and
+ * disp_stack_fill_defaults supplies them, which exercises the schema
+ * defaults instead (cases whose defaulted arguments are not a suffix are
+ * still pushed in full).
+ *
+ * Failures are sorted into classes so that whoever fixes them can
+ * prioritize: kernel (operator or kernel missing), error (an error where
+ * PyTorch succeeded, or none where it failed), value (dtype, sizes, values,
+ * devices), stride (strides/offset of a fresh return), alias (sharing of
+ * storage and view geometry), mutated (the state of a written input), and
+ * harness (the file does not fit the schema).
+ *
+ * --device meta builds every input on the Meta device (no data) and checks
+ * only what Meta kernels compute: dtype, sizes, strides, offset, aliasing.
+ * That is how "Meta results agree with CPU results" is checked: both are
+ * compared with the same PyTorch CPU reference.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_ops.h"
+#include "simulate.h"
+
+enum {
+  CL_KERNEL = 1u << 0,
+  CL_ERROR = 1u << 1,
+  CL_VALUE = 1u << 2,
+  CL_STRIDE = 1u << 3,
+  CL_ALIAS = 1u << 4,
+  CL_MUTATED = 1u << 5,
+  CL_HARNESS = 1u << 6,
+  CL_CRASH = 1u << 7,
+  CL_COUNT = 8
+};
+static const char *const class_names[CL_COUNT] = {"kernel", "error", "value", "stride",
+                                                  "alias", "mutated", "harness", "crash"};
+
+typedef struct opts {
+  int meta;
+  int verbose;
+  int fill_defaults;
+  int per_op;
+  int isolate;
+  /* per case, on a Meta run: fresh returns belong on Meta (the case has a
+   * tensor or device argument; a factory left to device=None makes CPU) */
+  int fresh_on_meta;
+} opts;
+
+/* What happened to one case. */
+typedef struct report {
+  char msg[2048];
+  size_t len;
+  unsigned classes;
+  int nmsgs;
+  int skip;
+  char info[1024]; /* --verbose: the error a case expected and got */
+} report;
+
+static void addf(report *r, unsigned cls, const char *fmt, ...) DISP_PRINTF(3, 4);
+static void addf(report *r, unsigned cls, const char *fmt, ...) {
+  r->classes |= cls;
+  if (r->nmsgs++ >= 4 || r->len >= sizeof r->msg - 1) return; /* the first few say enough */
+  const char *name = "?";
+  for (int k = 0; k < CL_COUNT; k++)
+    if (cls == 1u << k) name = class_names[k];
+  int n = snprintf(r->msg + r->len, sizeof r->msg - r->len, "%s[%s] ", r->len ? "; " : "", name);
+  if (n > 0) r->len += (size_t)n;
+  if (r->len >= sizeof r->msg) { r->len = sizeof r->msg - 1; return; }
+  va_list ap;
+  va_start(ap, fmt);
+  n = vsnprintf(r->msg + r->len, sizeof r->msg - r->len, fmt, ap);
+  va_end(ap);
+  if (n > 0) r->len += (size_t)n;
+  if (r->len >= sizeof r->msg) r->len = sizeof r->msg - 1;
+}
+
+/* ---- the inputs of one call ---------------------------------------------- */
+
+typedef struct built {
+  disp_tensor *t;         /* Tensor, Tensor? (NULL: None) */
+  disp_tensor **list;     /* Tensor[] elements (NULL: None element) */
+  size_t nlist;
+  disp_storage *st;       /* Storage */
+} built;
+
+static void built_free(built *b, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    disp_tensor_release(b[k].t);
+    for (size_t e = 0; e < b[k].nlist; e++) disp_tensor_release(b[k].list[e]);
+    free(b[k].list);
+    disp_storage_release(b[k].st);
+  }
+  free(b);
+}
+
+static disp_status build_arg(const chk_value *v, const opts *o, built *b) {
+  switch (v->kind) {
+    case CHK_TENSOR: return chk_build_tensor(&v->t, o->meta, &b->t);
+    case CHK_STORAGE: return chk_build_storage(&v->t, o->meta, &b->st);
+    case CHK_TENSORS:
+      if (!v->nelems) return DISP_OK;
+      b->list = calloc(v->nelems, sizeof *b->list);
+      if (!b->list) return disp_set_error(DISP_ERR_NO_MEMORY, "out of memory");
+      b->nlist = v->nelems;
+      for (size_t e = 0; e < v->nelems; e++) {
+        if (v->elems[e].kind != CHK_TENSOR) continue;
+        disp_status s = chk_build_tensor(&v->elems[e].t, o->meta, &b->list[e]);
+        if (s != DISP_OK) return s;
+      }
+      return DISP_OK;
+    case CHK_TENSORMETA: return disp_set_error(DISP_ERR_INVALID_ARG, "tensormeta is not an input");
+    default: return DISP_OK;
+  }
+}
+
+static disp_status push_arg(disp_stack *s, const chk_value *v, const built *b, const opts *o) {
+  switch (v->kind) {
+    case CHK_NONE: return disp_stack_push_none(s);
+    case CHK_TENSOR: return disp_stack_push_tensor(s, b->t);
+    case CHK_TENSORS: return disp_stack_push_tensor_list(s, b->list, b->nlist);
+    case CHK_STORAGE: return disp_stack_push_storage(s, b->st);
+    case CHK_INT: case CHK_DTYPE: case CHK_LAYOUT: case CHK_MEMORY_FORMAT:
+      return disp_stack_push_int(s, v->i);
+    case CHK_INTS: return disp_stack_push_int_list(s, v->ints, v->nints);
+    case CHK_BOOLS: {
+      bool tmp[64];
+      size_t n = v->nints < 64 ? v->nints : 64;
+      for (size_t k = 0; k < n; k++) tmp[k] = v->ints[k] != 0;
+      return disp_stack_push_bool_list(s, tmp, n);
+    }
+    case CHK_FLOAT: return disp_stack_push_double(s, v->d);
+    case CHK_BOOL: return disp_stack_push_bool(s, v->i != 0);
+    case CHK_SCALAR_INT: return disp_stack_push_scalar(s, disp_scalar_int(v->i));
+    case CHK_SCALAR_FLOAT: return disp_stack_push_scalar(s, disp_scalar_double(v->d));
+    case CHK_SCALAR_BOOL: return disp_stack_push_scalar(s, disp_scalar_bool(v->i != 0));
+    case CHK_DEVICE:
+      /* On a Meta run a device=cpu argument asks for the Meta device, so that
+       * factories reach their Meta kernels too. */
+      if (o->meta && v->i == DISP_BACKEND_CPU) return disp_stack_push_device(s, DISP_BACKEND_META, -1);
+      return disp_stack_push_device(s, (int32_t)v->i, (int32_t)v->d);
+    case CHK_TENSORMETA: break;
+  }
+  return disp_set_error(DISP_ERR_INVALID_ARG, "cannot push this value");
+}
+
+/* The storage an input label names after the call ("self", "tensors.1", a
+ * Storage argument), or NULL. */
+static disp_storage *label_storage(const chk_case *c, const built *b, const char *label,
+                                   disp_tensor **tensor) {
+  *tensor = NULL;
+  const char *dot = strrchr(label, '.');
+  for (size_t a = 0; a < c->nargs; a++) {
+    const char *name = c->args[a].name;
+    size_t len = strlen(name);
+    if (!strcmp(name, label)) {
+      if (b[a].t) { *tensor = b[a].t; return disp_tensor_storage(b[a].t); }
+      return b[a].st;
+    }
+    if (dot && (size_t)(dot - label) == len && !strncmp(name, label, len)) {
+      char *end;
+      long e = strtol(dot + 1, &end, 10);
+      if (*end || e < 0 || (size_t)e >= b[a].nlist || !b[a].list[e]) return NULL;
+      *tensor = b[a].list[e];
+      return disp_tensor_storage(b[a].list[e]);
+    }
+  }
+  return NULL;
+}
+
+/* ---- comparing ---------------------------------------------------------- */
+
+static void tolerance(disp_dtype dt, double *rtol, double *atol) {
+  switch (dt) {
+    case DISP_DTYPE_FLOAT32: *rtol = 1.3e-6; *atol = 1e-5; break;
+    case DISP_DTYPE_FLOAT16: *rtol = 1e-3; *atol = 1e-5; break;
+    case DISP_DTYPE_BFLOAT16: *rtol = 1.6e-2; *atol = 1e-5; break;
+    default: *rtol = 1e-7; *atol = 1e-7; break;
+  }
+}
+
+static int close_enough(double got, double want, disp_dtype dt) {
+  if (isnan(want)) return isnan(got);
+  if (isinf(want)) return got == want;
+  if (isnan(got) || isinf(got)) return 0;
+  double rtol, atol;
+  tolerance(dt, &rtol, &atol);
+  return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+static int next_index(int64_t *idx, const int64_t *sizes, int ndim) {
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (++idx[d] < sizes[d]) return 1;
+    idx[d] = 0;
+  }
+  return 0;
+}
+
+static int64_t numel_of(const int64_t *sizes, int ndim) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= sizes[d];
+  return n;
+}
+
+static void format_dims(char *buf, size_t len, const int64_t *v, int n) {
+  size_t k = 0;
+  k += (size_t)snprintf(buf, len, "[");
+  for (int d = 0; d < n && k < len; d++)
+    k += (size_t)snprintf(buf + k, len - k, "%s%lld", d ? ", " : "", (long long)v[d]);
+  if (k < len) snprintf(buf + k, len - k, "]");
+}
+
+/* Whether the CPU data of t reaches only inside its storage (a broken kernel
+ * must give a FAIL, not a crash of the harness). */
+static int readable(const disp_tensor *t) {
+  disp_storage *st = disp_tensor_storage(t);
+  if (!st || !disp_storage_data(st) || !disp_tensor_strides(t)) return 0;
+  int nd = disp_tensor_ndim(t);
+  const int64_t *sz = disp_tensor_sizes(t), *sd = disp_tensor_strides(t);
+  int64_t last = disp_tensor_storage_offset(t);
+  for (int d = 0; d < nd; d++) {
+    if (sz[d] == 0) return 1;
+    if (sd[d] < 0) return 0;
+    last += (sz[d] - 1) * sd[d];
+  }
+  return last >= 0 && (size_t)(last + 1) * disp_tensor_itemsize(t) <= disp_storage_nbytes(st);
+}
+
+static const char *elem_ptr(const disp_tensor *t, const int64_t *idx) {
+  const int64_t *sd = disp_tensor_strides(t);
+  int64_t off = disp_tensor_storage_offset(t);
+  for (int d = 0; d < disp_tensor_ndim(t); d++) off += idx[d] * sd[d];
+  return (const char *)disp_storage_data(disp_tensor_storage(t)) + off * (int64_t)disp_tensor_itemsize(t);
+}
+
+/* Compares one element at p (dtype dt) with the token `want`. */
+static int elem_matches(const char *p, disp_dtype dt, const char *want, char *got_text, size_t len) {
+  if (disp_dtype_is_floating(dt)) {
+    double g = chk_load_double(p, dt), w = strtod(want, NULL);
+    snprintf(got_text, len, "%.17g", g);
+    return close_enough(g, w, dt);
+  }
+  int64_t g = chk_load_int(p, dt), w = strtoll(want, NULL, 10);
+  if (dt == DISP_DTYPE_BOOL) w = w != 0;
+  snprintf(got_text, len, "%lld", (long long)g);
+  return g == w;
+}
+
+/*
+ * Compares a returned (or mutated) tensor with what the file records.
+ * geom_class: the class of a strides/offset mismatch (stride for fresh
+ * returns, alias for views, mutated for written inputs); vcls: the class of
+ * any other mismatch (value, or mutated).
+ */
+static void compare_tensor(report *r, const char *what, const disp_tensor *got, const chk_value *want,
+                           unsigned geom_class, unsigned vcls, const opts *o) {
+  const chk_tensor *w = &want->t;
+  char a[256], b[256];
+  if (disp_tensor_dtype(got) != w->dtype) {
+    addf(r, vcls, "%s: dtype %s, expected %s", what, disp_dtype_name(disp_tensor_dtype(got)),
+         disp_dtype_name(w->dtype));
+    return;
+  }
+  int nd = disp_tensor_ndim(got);
+  if (nd != w->ndim || (nd && memcmp(disp_tensor_sizes(got), w->sizes, (size_t)nd * sizeof(int64_t)))) {
+    format_dims(a, sizeof a, disp_tensor_sizes(got), nd);
+    format_dims(b, sizeof b, w->sizes, w->ndim);
+    addf(r, vcls, "%s: sizes %s, expected %s", what, a, b);
+    return;
+  }
+  const int64_t *gs = disp_tensor_strides(got);
+  if (!gs || (nd && memcmp(gs, w->strides, (size_t)nd * sizeof(int64_t)))) {
+    format_dims(a, sizeof a, gs ? gs : w->sizes, gs ? nd : 0);
+    format_dims(b, sizeof b, w->strides, w->ndim);
+    addf(r, geom_class, "%s: strides %s, expected %s", what, a, b);
+  }
+  if (disp_tensor_storage_offset(got) != w->offset)
+    addf(r, geom_class, "%s: storage offset %lld, expected %lld", what,
+         (long long)disp_tensor_storage_offset(got), (long long)w->offset);
+  disp_backend want_dev = o->meta && (o->fresh_on_meta || geom_class != CL_STRIDE)
+                              ? DISP_BACKEND_META : DISP_BACKEND_CPU;
+  if (disp_tensor_device(got).type != want_dev) {
+    addf(r, vcls, "%s: on device %s, expected %s", what,
+         disp_device_type_name(disp_tensor_device(got).type), disp_device_type_name(want_dev));
+    return;
+  }
+  if (want->kind != CHK_TENSOR || o->meta || disp_tensor_device(got).type != DISP_BACKEND_CPU) return;
+  if (numel_of(w->sizes, w->ndim) == 0) return;
+  if (!readable(got)) {
+    addf(r, vcls, "%s: the tensor reaches outside its storage (or has no data)", what);
+    return;
+  }
+  int64_t idx[DISP_TENSOR_MAX_DIMS] = {0};
+  int64_t bad = 0;
+  do {
+    int64_t woff = w->offset;
+    for (int d = 0; d < nd; d++) woff += idx[d] * w->strides[d];
+    char gt[64];
+    if (!elem_matches(elem_ptr(got, idx), w->dtype, w->vals[woff], gt, sizeof gt)) {
+      if (!bad++) {
+        format_dims(a, sizeof a, idx, nd);
+        addf(r, vcls, "%s: value at %s is %s, expected %s", what, a, gt, w->vals[woff]);
+      }
+    }
+  } while (next_index(idx, w->sizes, nd));
+  if (bad > 1 && r->len < sizeof r->msg - 40) {
+    int n = snprintf(r->msg + r->len, sizeof r->msg - r->len, " (%lld elements differ)", (long long)bad);
+    if (n > 0) r->len += (size_t)n;
+    if (r->len >= sizeof r->msg) r->len = sizeof r->msg - 1;
+  }
+}
+
+/* Compares the whole storage of a written input with the recorded values. */
+static void compare_storage(report *r, const char *what, const disp_tensor *got, const chk_tensor *w) {
+  disp_storage *st = disp_tensor_storage(got);
+  size_t item = disp_dtype_itemsize(w->dtype);
+  if (!st || disp_storage_nbytes(st) < w->nvals * item || (w->nvals && !disp_storage_data(st))) {
+    addf(r, CL_MUTATED, "%s: storage holds %zu bytes, expected at least %zu", what,
+         st ? disp_storage_nbytes(st) : 0, w->nvals * item);
+    return;
+  }
+  const char *data = disp_storage_data(st);
+  for (size_t k = 0; k < w->nvals; k++) {
+    char gt[64];
+    if (!elem_matches(data + k * item, w->dtype, w->vals[k], gt, sizeof gt)) {
+      addf(r, CL_MUTATED, "%s: storage element %zu is %s, expected %s", what, k, gt, w->vals[k]);
+      return;
+    }
+  }
+}
+
+static int is_scalar_kind(chk_kind k) {
+  return k == CHK_SCALAR_INT || k == CHK_SCALAR_FLOAT || k == CHK_SCALAR_BOOL;
+}
+
+static void compare_plain(report *r, const char *what, const disp_value *got, const chk_value *want) {
+  switch (want->kind) {
+    case CHK_SCALAR_INT: case CHK_INT:
+      if (got->tag != DISP_VALUE_INT) addf(r, CL_VALUE, "%s: %s, expected an int", what, disp_value_tag_name(got->tag));
+      else if (got->u.i != want->i) addf(r, CL_VALUE, "%s: %lld, expected %lld", what, (long long)got->u.i, (long long)want->i);
+      return;
+    case CHK_SCALAR_FLOAT: case CHK_FLOAT:
+      if (got->tag != DISP_VALUE_DOUBLE) addf(r, CL_VALUE, "%s: %s, expected a float", what, disp_value_tag_name(got->tag));
+      else if (!close_enough(got->u.d, want->d, DISP_DTYPE_FLOAT64))
+        addf(r, CL_VALUE, "%s: %.17g, expected %.17g", what, got->u.d, want->d);
+      return;
+    case CHK_SCALAR_BOOL: case CHK_BOOL:
+      if (got->tag != DISP_VALUE_BOOL) addf(r, CL_VALUE, "%s: %s, expected a bool", what, disp_value_tag_name(got->tag));
+      else if (got->u.b != (want->i != 0)) addf(r, CL_VALUE, "%s: %d, expected %d", what, got->u.b, (int)want->i);
+      return;
+    default:
+      addf(r, CL_HARNESS, "%s: cannot compare a return of this kind", what);
+  }
+}
+
+/* ---- random results (README: tensormeta of rand, dropout) ---------------- */
+
+static const chk_value *arg_value(const chk_case *c, const char *name, size_t *index) {
+  for (size_t a = 0; a < c->nargs; a++)
+    if (!strcmp(c->args[a].name, name)) { if (index) *index = a; return &c->args[a].v; }
+  return NULL;
+}
+
+static void check_random(report *r, const chk_case *c, const built *b, disp_stack *stack) {
+  disp_value *v0 = disp_stack_at(stack, 0);
+  if (!v0 || v0->tag != DISP_VALUE_TENSOR || c->nouts < 1 || c->outs[0].kind != CHK_TENSORMETA) return;
+  disp_tensor *out = v0->u.tensor;
+  if (!readable(out) || disp_tensor_numel(out) == 0) return;
+  disp_dtype dt = disp_tensor_dtype(out);
+  int nd = disp_tensor_ndim(out);
+  const int64_t *sz = disp_tensor_sizes(out);
+  int64_t idx[DISP_TENSOR_MAX_DIMS] = {0};
+  if (!strcmp(c->op, "aten::rand") || !strncmp(c->op, "aten::rand.", 11)) {
+    do {
+      double x = chk_load_double(elem_ptr(out, idx), dt);
+      if (!(x >= 0.0 && x < 1.0)) { addf(r, CL_VALUE, "rand value %.17g outside [0, 1)", x); return; }
+    } while (next_index(idx, sz, nd));
+    return;
+  }
+  int native = !strcmp(c->op, "aten::native_dropout");
+  if (strcmp(c->op, "aten::dropout") && !native) return;
+  size_t ai;
+  const chk_value *pv = arg_value(c, "p", NULL);
+  if (!arg_value(c, "input", &ai) || !pv || pv->kind != CHK_FLOAT || !b[ai].t) return;
+  disp_tensor *in = b[ai].t, *mask = NULL;
+  if (native) {
+    disp_value *v1 = disp_stack_at(stack, 1);
+    if (!v1 || v1->tag != DISP_VALUE_TENSOR || !readable(v1->u.tensor)) return;
+    mask = v1->u.tensor;
+    if (disp_tensor_dtype(mask) != DISP_DTYPE_BOOL || disp_tensor_ndim(mask) != nd) return;
+  }
+  if (!readable(in) || disp_tensor_ndim(in) != nd) return;
+  double scale = 1.0 / (1.0 - pv->d);
+  do {
+    double x = chk_load_double(elem_ptr(in, idx), disp_tensor_dtype(in));
+    double y = chk_load_double(elem_ptr(out, idx), dt);
+    int kept = mask ? chk_load_int(elem_ptr(mask, idx), DISP_DTYPE_BOOL) != 0 : y != 0.0;
+    int ok = kept ? close_enough(y, x * scale, dt) : y == 0.0;
+    if (!ok) {
+      addf(r, CL_VALUE, "dropout element %.17g of input %.17g is neither 0 nor input/(1-p)%s", y, x,
+           mask ? " as the mask says" : "");
+      return;
+    }
+  } while (next_index(idx, sz, nd));
+}
+
+/* ---- one case ----------------------------------------------------------- */
+
+/* Errors PyTorch's Meta kernels do not raise: they depend on element values
+ * or on which dtypes the CPU kernel was compiled for. */
+static int error_needs_values(const chk_case *c) {
+  return strstr(c->error, "out of bounds") || strstr(c->error, "not implemented for") ||
+         (c->note && strstr(c->note, "no CPU kernel in 1.13"));
+}
+
+static void compare_returns(report *r, const chk_case *c, const built *b, disp_stack *stack,
+                            const opts *o) {
+  size_t nret = disp_stack_size(stack);
+  if (nret != c->nouts) {
+    addf(r, CL_VALUE, "%zu returns, expected %zu", nret, c->nouts);
+    if (nret > c->nouts) nret = c->nouts;
+  }
+  for (size_t i = 0; i < nret; i++) {
+    const disp_value *got = disp_stack_at(stack, i);
+    const chk_value *want = &c->outs[i];
+    char what[32];
+    snprintf(what, sizeof what, "out %zu", i);
+    if (want->kind == CHK_NONE) {
+      if (got->tag != DISP_VALUE_NONE) addf(r, CL_VALUE, "%s: %s, expected None", what, disp_value_tag_name(got->tag));
+      continue;
+    }
+    if (want->kind == CHK_TENSORS) {
+      if (got->tag != DISP_VALUE_TENSOR_LIST || got->u.tensors.len != want->nelems) {
+        addf(r, CL_VALUE, "%s: not a list of %zu tensors", what, want->nelems);
+        continue;
+      }
+      for (size_t e = 0; e < want->nelems; e++) {
+        char ew[64];
+        snprintf(ew, sizeof ew, "%s.%zu", what, e);
+        disp_tensor *t = got->u.tensors.data[e];
+        if (want->elems[e].kind == CHK_NONE || !t) {
+          if ((want->elems[e].kind == CHK_NONE) != !t) addf(r, CL_VALUE, "%s: None mismatch", ew);
+          continue;
+        }
+        compare_tensor(r, ew, t, &want->elems[e], CL_STRIDE, CL_VALUE, o);
+      }
+      continue;
+    }
+    if (want->kind != CHK_TENSOR && want->kind != CHK_TENSORMETA) {
+      if (!o->meta || !is_scalar_kind(want->kind)) compare_plain(r, what, got, want);
+      continue;
+    }
+    if (got->tag != DISP_VALUE_TENSOR) {
+      addf(r, CL_VALUE, "%s: %s, expected a Tensor", what, disp_value_tag_name(got->tag));
+      continue;
+    }
+    disp_tensor *t = got->u.tensor;
+    disp_storage *ts = disp_tensor_storage(t);
+    int aliased = 0;
+    for (size_t k = 0; k < c->naliases; k++) {
+      if ((size_t)c->aliases[k].ret != i) continue;
+      aliased = 1;
+      disp_tensor *in;
+      disp_storage *st = label_storage(c, b, c->aliases[k].label, &in);
+      if (!st && !in) addf(r, CL_HARNESS, "aliases names unknown input '%s'", c->aliases[k].label);
+      else if (!ts || ts != st)
+        addf(r, CL_ALIAS, "%s does not share storage with %s", what, c->aliases[k].label);
+    }
+    if (!aliased && ts) {
+      for (size_t a = 0; a < c->nargs; a++) {
+        int shares = (b[a].t && disp_tensor_storage(b[a].t) == ts) || (b[a].st && b[a].st == ts);
+        for (size_t e = 0; e < b[a].nlist; e++)
+          shares |= b[a].list[e] && disp_tensor_storage(b[a].list[e]) == ts;
+        if (shares) addf(r, CL_ALIAS, "%s shares storage with input %s (expected a fresh tensor)", what, c->args[a].name);
+      }
+    }
+    compare_tensor(r, what, t, want, aliased ? CL_ALIAS : CL_STRIDE, CL_VALUE, o);
+  }
+  for (size_t m = 0; m < c->nmuts; m++) {
+    disp_tensor *in;
+    label_storage(c, b, c->muts[m].label, &in);
+    char what[96];
+    snprintf(what, sizeof what, "mutated %s", c->muts[m].label);
+    if (!in) { addf(r, CL_HARNESS, "mutated names unknown input '%s'", c->muts[m].label); continue; }
+    int before = r->nmsgs;
+    compare_tensor(r, what, in, &c->muts[m].v, CL_MUTATED, CL_MUTATED, o);
+    if (r->nmsgs == before && !o->meta && c->muts[m].v.kind == CHK_TENSOR)
+      compare_storage(r, what, in, &c->muts[m].v.t);
+  }
+  if (!o->meta) check_random(r, c, b, stack);
+}
+
+static void run_case(const chk_case *c, const opts *gopts, report *r) {
+  opts lo = *gopts;
+  const opts *o = &lo;
+  for (size_t a = 0; a < c->nargs; a++) {
+    chk_kind k = c->args[a].v.kind;
+    if (k == CHK_TENSOR || k == CHK_TENSORS || k == CHK_STORAGE || k == CHK_DEVICE) lo.fresh_on_meta = 1;
+  }
+  const disp_op *op = NULL;
+  if (disp_op_find(c->op, &op) != DISP_OK) {
+    addf(r, CL_KERNEL, "%s", disp_last_error());
+    return;
+  }
+  const disp_schema *schema = disp_op_schema(op);
+  size_t nargs = disp_schema_num_arguments(schema);
+  if (nargs != c->nargs) {
+    addf(r, CL_HARNESS, "%zu args, the schema has %zu", c->nargs, nargs);
+    return;
+  }
+  for (size_t a = 0; a < nargs; a++)
+    if (strcmp(disp_schema_argument_name(schema, a), c->args[a].name)) {
+      addf(r, CL_HARNESS, "arg %zu is '%s', the schema says '%s'", a, c->args[a].name,
+           disp_schema_argument_name(schema, a));
+      return;
+    }
+  built *b = calloc(nargs ? nargs : 1, sizeof *b);
+  disp_stack *stack = disp_stack_new();
+  if (!b || !stack) {
+    addf(r, CL_HARNESS, "out of memory");
+    free(b);
+    disp_stack_free(stack);
+    return;
+  }
+  /* With --fill-defaults, leave off the trailing run of defaulted args. */
+  size_t given = nargs;
+  if (o->fill_defaults)
+    while (given > 0 && c->args[given - 1].defaulted) given--;
+  disp_status st = DISP_OK;
+  for (size_t a = 0; a < nargs && st == DISP_OK; a++) {
+    st = build_arg(&c->args[a].v, o, &b[a]);
+    if (st == DISP_OK && a < given) st = push_arg(stack, &c->args[a].v, &b[a], o);
+  }
+  if (st != DISP_OK) {
+    addf(r, CL_HARNESS, "building the arguments: %s", disp_last_error());
+    goto done;
+  }
+  if (given < nargs && disp_stack_fill_defaults(op, stack, given) != DISP_OK) {
+    addf(r, CL_ERROR, "disp_stack_fill_defaults: %s", disp_last_error());
+    goto done;
+  }
+  disp_clear_error();
+  st = disp_call_boxed(op, stack);
+  /* A Scalar return (item, _local_scalar_dense) reads an element: nothing a
+   * Meta tensor can give, so PyTorch fails those on Meta whatever the case. */
+  int scalar_ret = 0;
+  for (size_t i = 0; i < disp_schema_num_returns(schema); i++)
+    scalar_ret |= disp_schema_type_kind(disp_schema_return_type(schema, i)) == DISP_TYPE_SCALAR;
+  int missing = st == DISP_ERR_NO_KERNEL || st == DISP_ERR_OP_NOT_FOUND;
+  if (o->meta && scalar_ret && st != DISP_OK && (!c->error || missing)) {
+    r->skip = 1;
+    snprintf(r->msg, sizeof r->msg, "a Scalar result needs data: %s", disp_last_error());
+    goto done;
+  }
+  /* A missing kernel is never the error a case expects, unless PyTorch's
+   * own error was the missing kernel (_copy_from on CPU). */
+  if (c->error) {
+    if (missing && strncmp(c->error, "Could not run '", 15)) {
+      addf(r, CL_KERNEL, "%s (expected error: %s)", disp_last_error(), c->error);
+    } else if (st != DISP_OK) {
+      snprintf(r->info, sizeof r->info, "  error: %s\n  expected: %s\n", disp_last_error(), c->error);
+    } else if (c->note && strstr(c->note, "no CPU kernel in 1.13")) {
+      r->skip = 1;
+      snprintf(r->msg, sizeof r->msg, "succeeds where 1.13 had no CPU kernel for the dtype");
+    } else if (o->meta && error_needs_values(c)) {
+      r->skip = 1;
+      snprintf(r->msg, sizeof r->msg, "the error depends on values or CPU dtypes, not on Meta");
+    } else {
+      addf(r, CL_ERROR, "succeeded, expected error: %s", c->error);
+    }
+    goto done;
+  }
+  if (st != DISP_OK) {
+    addf(r, missing ? CL_KERNEL : CL_ERROR, "%s", disp_last_error());
+    goto done;
+  }
+  compare_returns(r, c, b, stack, o);
+done:
+  disp_stack_free(stack);
+  built_free(b, nargs);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+/*
+ * --isolate: runs the case in a child process that sends its report back
+ * through a pipe, so a kernel that crashes (or a sanitizer that aborts) costs
+ * one FAIL [crash] instead of the whole run. The child leaves with _exit, so
+ * LeakSanitizer does not look at it: leaks are for the normal mode.
+ */
+static void run_case_isolated(const chk_case *c, const opts *o, report *r) {
+  int fd[2];
+  if (pipe(fd) != 0) { run_case(c, o, r); return; }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) { close(fd[0]); close(fd[1]); run_case(c, o, r); return; }
+  if (pid == 0) {
+    close(fd[0]);
+    run_case(c, o, r);
+    const char *p = (const char *)r;
+    size_t left = sizeof *r;
+    while (left) {
+      ssize_t n = write(fd[1], p, left);
+      if (n <= 0) break;
+      p += n, left -= (size_t)n;
+    }
+    fflush(stdout);
+    _exit(0);
+  }
+  close(fd[1]);
+  size_t got = 0;
+  char *p = (char *)r;
+  while (got < sizeof *r) {
+    ssize_t n = read(fd[0], p + got, sizeof *r - got);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {}
+  if (got != sizeof *r) {
+    memset(r, 0, sizeof *r);
+    if (WIFSIGNALED(status)) addf(r, CL_CRASH, "killed by signal %d", WTERMSIG(status));
+    else addf(r, CL_CRASH, "the case's process exited with status %d", WEXITSTATUS(status));
+  }
+}
+
+static void quiet_warning(const char *message, void *user_data) {
+  if (*(const int *)user_data) printf("  warning: %s\n", message);
+}
+
+static const char *const check_usage =
+    "usage: disp check-ops [--device cpu|meta] [--verbose] [--fill-defaults] FILE...\n\n"
+    "Runs reference cases (shared/conformance/ops format) through the dispatcher with\n"
+    "disp_call_boxed and compares returns, aliasing, mutated inputs and errors with what\n"
+    "PyTorch 1.13 recorded. Prints 'PASS <case>', 'FAIL <case>: [class] why' or\n"
+    "'SKIP <case>: why' per case and 'N passed, M failed[, K skipped]' at the end;\n"
+    "exit 1 on any failure. Failure classes: kernel error value stride alias mutated harness crash.\n\n"
+    "  --device meta    build inputs on the Meta device; compare dtype, sizes, strides,\n"
+    "                   offset and aliasing only\n"
+    "  --verbose        also print the messages of expected errors and warnings\n"
+    "  --fill-defaults  leave off trailing defaulted arguments and let\n"
+    "                   disp_stack_fill_defaults supply them (default: pass all)\n"
+    "  --per-op         after each file, a line '== FILE: P passed, F failed, S skipped'\n"
+    "  --isolate        run each case in a child process: a crashing kernel gives\n"
+    "                   'FAIL <case>: [crash] ...' and the run goes on\n";
+
+int disp_tool_check_ops(int argc, char **argv) {
+  opts o = {0};
+  int nfiles = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(check_usage, stdout); return 0; }
+    if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) o.verbose = 1;
+    else if (!strcmp(argv[i], "--fill-defaults")) o.fill_defaults = 1;
+    else if (!strcmp(argv[i], "--per-op")) o.per_op = 1;
+    else if (!strcmp(argv[i], "--isolate")) o.isolate = 1;
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+      const char *d = argv[++i];
+      if (!strcmp(d, "meta")) o.meta = 1;
+      else if (strcmp(d, "cpu")) { fprintf(stderr, "disp check-ops: unknown device '%s' (cpu or meta)\n", d); return 2; }
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "disp check-ops: unknown option '%s'\n\n%s", argv[i], check_usage);
+      return 2;
+    } else nfiles++;
+  }
+  if (!nfiles) { fputs(check_usage, stderr); return 2; }
+  disp_set_warning_handler(quiet_warning, &o.verbose);
+  long passed = 0, failed = 0, skipped = 0, by_class[CL_COUNT] = {0};
+  for (int i = 0; i < argc; i++) {
+    if (argv[i][0] == '-' && argv[i][1]) { if (!strcmp(argv[i], "--device")) i++; continue; }
+    char *text = sim_read_file(argv[i]);
+    if (!text) { printf("FAIL %s: cannot read the file\n", argv[i]); failed++; continue; }
+    chk_case *cases = NULL;
+    size_t ncases = 0;
+    char err[512];
+    int prc = chk_parse_file(text, &cases, &ncases, err, sizeof err);
+    long p0 = passed, f0 = failed, s0 = skipped;
+    for (size_t k = 0; k < ncases; k++) {
+      report r = {0};
+      if (o.isolate) run_case_isolated(&cases[k], &o, &r);
+      else run_case(&cases[k], &o, &r);
+      if (r.skip) { printf("SKIP %s: %s\n", cases[k].name, r.msg); skipped++; }
+      else if (r.classes) {
+        printf("FAIL %s: %s\n", cases[k].name, r.msg);
+        if (o.verbose && cases[k].note) printf("  note: %s\n", cases[k].note);
+        failed++;
+        for (int cl = 0; cl < CL_COUNT; cl++) by_class[cl] += (r.classes >> cl) & 1u;
+      } else { printf("PASS %s\n", cases[k].name); passed++; }
+      if (o.verbose) fputs(r.info, stdout);
+      fflush(stdout);
+      chk_case_free(&cases[k]);
+    }
+    free(cases);
+    if (prc) { printf("FAIL %s: malformed file: %s\n", argv[i], err); failed++; by_class[6 /* harness */]++; }
+    if (o.per_op)
+      printf("== %s: %ld passed, %ld failed, %ld skipped\n", argv[i], passed - p0, failed - f0, skipped - s0);
+    free(text);
+  }
+  disp_set_warning_handler(NULL, NULL);
+  if (failed) {
+    printf("failures by class:");
+    for (int cl = 0; cl < CL_COUNT; cl++)
+      if (by_class[cl]) printf(" %s %ld", class_names[cl], by_class[cl]);
+    printf("\n");
+  }
+  printf("%ld passed, %ld failed", passed, failed);
+  if (skipped) printf(", %ld skipped", skipped);
+  printf("\n");
+  return failed ? 1 : 0;
+}
