@@ -94,7 +94,9 @@ static int setup(void) {
 }
 
 typedef disp_status (*fn1)(disp_tensor *, disp_tensor **);
+typedef disp_status (*fn2)(disp_tensor *, disp_tensor *, disp_tensor **);
 static fn1 volatile g_floor_fn = noop1;
+static fn2 volatile g_floor2_fn = noop2;
 static volatile long g_sink;
 
 static long run_case(const char *name, long iters) {
@@ -106,6 +108,12 @@ static long run_case(const char *name, long iters) {
     fn1 f = g_floor_fn;
     for (long i = 0; i < iters; i++) {
       bad += f(g_a, &out);
+      disp_tensor_release(out);
+    }
+  } else if (!strcmp(name, "floor_2")) {
+    fn2 f = g_floor2_fn;
+    for (long i = 0; i < iters; i++) {
+      bad += f(g_a, g_b, &out);
       disp_tensor_release(out);
     }
   } else if (!strcmp(name, "unboxed_1")) {
@@ -187,6 +195,7 @@ static double median_ns(const char *name) {
 
 /* Instructions per call: two callgrind runs, 1000 and 21000 iterations. */
 static double callgrind_ins(const char *self, const char *name) {
+  if (!self) return -1;
   long counts[2];
   const long iters[2] = {1000, 21000};
   for (int k = 0; k < 2; k++) {
@@ -207,23 +216,48 @@ static double callgrind_ins(const char *self, const char *name) {
   return (double)(counts[1] - counts[0]) / (double)(iters[1] - iters[0]);
 }
 
-/* libtorch 1.13 on this kind of machine (the calls issue), ns and instructions. */
+/* libtorch 1.13 on this kind of machine (the calls issue), ns and
+ * instructions; replaced by a side-by-side run when dispatch_torch was built. */
 typedef struct ref { const char *name; double ns, ins; } ref;
-static const ref torch_ref[] = {
-    {"floor", 23, 21}, {"unboxed_1", 41, 217}, {"unboxed_2", 43, 226}, {"boxed_builtin", 77, 412},
-    {"boxed_ffi", 77, 412}};
+static ref torch_ref[] = {
+    {"floor", 23, 21}, {"floor_2", 23, 21}, {"unboxed_1", 41, 217}, {"unboxed_2", 43, 226},
+    {"boxed_builtin", 77, 412}, {"boxed_ffi", 77, 412}};
+enum { NREFS = sizeof torch_ref / sizeof *torch_ref };
 
 static const ref *torch_of(const char *name) {
-  for (size_t i = 0; i < sizeof torch_ref / sizeof *torch_ref; i++)
+  for (size_t i = 0; i < NREFS; i++)
     if (!strcmp(torch_ref[i].name, name)) return &torch_ref[i];
   return NULL;
 }
 
+#ifdef DISP_BENCH_TORCH_EXE
+/* Measures libtorch's side: its ns/call table, then callgrind per case. */
+static int measure_torch(int have_valgrind) {
+  FILE *p = popen("'" DISP_BENCH_TORCH_EXE "'", "r");
+  if (!p) return 0;
+  char name[64];
+  double ns;
+  while (fscanf(p, "%63s %lf", name, &ns) == 2)
+    for (size_t i = 0; i < NREFS; i++)
+      if (!strcmp(torch_ref[i].name, name) || (!strcmp(name, "boxed_builtin") && !strcmp(torch_ref[i].name, "boxed_ffi")) ||
+          (!strcmp(name, "floor") && !strcmp(torch_ref[i].name, "floor_2")))
+        torch_ref[i].ns = ns;
+  if (pclose(p) != 0) return 0;
+  for (size_t i = 0; have_valgrind && i < NREFS; i++) {
+    const char *c = !strcmp(torch_ref[i].name, "boxed_ffi") ? "boxed_builtin"
+                    : !strcmp(torch_ref[i].name, "floor_2") ? "floor" : torch_ref[i].name;
+    double ins = callgrind_ins(DISP_BENCH_TORCH_EXE, c);
+    if (ins >= 0) torch_ref[i].ins = ins;
+  }
+  return 1;
+}
+#endif
+
 int main(int argc, char **argv) {
   if (setup()) return 1;
   if (argc == 5 && !strcmp(argv[1], "--case")) return run_case(argv[2], atol(argv[4])) ? 1 : 0;
-  static const char *const cases[] = {"floor", "unboxed_1", "unboxed_2", "builtin_typed", "boxed_builtin",
-                                      "boxed_ffi", "unboxed_boxed", "closure"};
+  static const char *const cases[] = {"floor", "floor_2", "unboxed_1", "unboxed_2", "builtin_typed",
+                                      "boxed_builtin", "boxed_ffi", "unboxed_boxed", "closure"};
   int have_valgrind = system("valgrind --version >/dev/null 2>&1") == 0;
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -231,22 +265,32 @@ int main(int argc, char **argv) {
   else self[n] = '\0';
   printf("libdispatch %s dispatch benchmark (kernels do nothing; Autograd fallthrough on every op)\n",
          disp_version_string());
-  printf("libtorch side by side: not built; ratios use the libtorch 1.13 reference figures of the calls issue\n\n");
+#ifdef DISP_BENCH_TORCH_EXE
+  if (measure_torch(have_valgrind))
+    printf("libtorch measured side by side (bench/dispatch_torch, same cases, same machine)\n\n");
+  else
+#endif
+    printf("libtorch not built: ratios use the libtorch 1.13 reference figures of the calls issue\n\n");
   printf("%-15s %9s %10s %12s %12s %12s\n", "case", "ns/call", "ins/call", "ins-floor", "ns/libtorch", "ins/libtorch");
-  double floor_ins = -1;
+  double floor_ins = -1, floor2_ins = -1;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     double ns = median_ns(cases[i]);
     double ins = have_valgrind ? callgrind_ins(self, cases[i]) : -1;
     if (i == 0) floor_ins = ins;
+    if (i == 1) floor2_ins = ins;
     const ref *r = torch_of(cases[i]);
     char c_ins[32] = "-", c_over[32] = "-", c_rns[32] = "-", c_rins[32] = "-";
     if (ins >= 0) snprintf(c_ins, sizeof c_ins, "%.1f", ins);
-    if (ins >= 0 && floor_ins >= 0) snprintf(c_over, sizeof c_over, "%+.1f", ins - floor_ins);
+    /* Two-tensor calls are measured against the two-argument floor. */
+    double base = !strcmp(cases[i], "unboxed_2") ? floor2_ins : floor_ins;
+    if (ins >= 0 && base >= 0) snprintf(c_over, sizeof c_over, "%+.1f", ins - base);
     if (r) snprintf(c_rns, sizeof c_rns, "%.2f", ns / r->ns);
     if (r && ins >= 0) snprintf(c_rins, sizeof c_rins, "%.2f", ins / r->ins);
     printf("%-15s %9.1f %10s %12s %12s %12s\n", cases[i], ns, c_ins, c_over, c_rns, c_rins);
   }
-  if (!have_valgrind) printf("\n(valgrind not found: no instruction counts)\n");
+  printf("\nins-floor: instructions above a direct call through a function pointer (floor_2 for unboxed_2);\n"
+         "ratios are ours/libtorch for the same case (boxed_ffi is compared with libtorch's boxed call).\n");
+  if (!have_valgrind) printf("(valgrind not found: no instruction counts)\n");
   disp_tensor_release(g_pu);
   disp_tensor_release(g_a);
   disp_tensor_release(g_b);

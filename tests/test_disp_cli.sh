@@ -44,5 +44,15 @@ grep -q 'line 3' "$tmp/err.txt"; check simulate_bad_names_line $?
 "$disp" fallbacks | grep -q '^BackendSelect: fallthrough '; check fallbacks $?
 "$disp" nonsense >/dev/null 2>&1; [ $? -eq 2 ]; check unknown_command $?
 
+# Every built-in operator registered with PyTorch 1.13's exact schema: `disp ops` lists
+# every registered operator's schema, sorted, and must equal the declaration file.
+grep -v '^#' "$data/aten_ops.txt" | LC_ALL=C sort > "$tmp/want_ops.txt"
+"$disp" ops | LC_ALL=C sort > "$tmp/got_ops.txt"
+cmp -s "$tmp/want_ops.txt" "$tmp/got_ops.txt"; check ops_all_120_schemas_verbatim $?
+[ "$(wc -l < "$tmp/got_ops.txt")" -eq 120 ]; check ops_count_120 $?
+"$disp" ops | LC_ALL=C sort -c 2>/dev/null; check ops_sorted $?
+"$disp" ops --backend PrivateUse1 --required | grep -q '^aten::empty.memory_format('; check ops_required_has_empty $?
+"$disp" ops --backend CPU --missing | grep -q '^aten::_copy_from('; check ops_missing_cpu_copy_from $?
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

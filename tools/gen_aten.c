@@ -26,6 +26,7 @@
 #define DISP_K_CEA 8
 #define DISP_K_CEANF 16
 #define DISP_K_BSEL 32
+#define DISP_K_ADIOV 64
 
 typedef struct decl {
   const char *id;
@@ -349,6 +350,42 @@ int main(int argc, char **argv) {
     fprintf(c, ");\n  return st;\n}\n\n");
   }
 
+  /* ADInplaceOrView kernels, as PyTorch's generated ones: run the op below
+   * this key, then bump the version counter of every argument the schema
+   * says is written (Tensor(a!)), so autograd can tell a saved tensor was
+   * modified. View ops pass through (their kernels already share storage
+   * and version counter with the base). */
+  for (int d = 0; d < NDECLS; d++) {
+    if (!(decls[d].kernels & DISP_K_ADIOV)) continue;
+    const disp_schema *s = schemas[d];
+    const disp_signature *sig = sigs[d];
+    fprintf(c, "static disp_status adinplace_%s(", decls[d].id);
+    params(c, s, sig, 1, 1);
+    fprintf(c, ") {\n  disp_status st;\n  DISP_REDISPATCH(st, aten_op(ATEN_%s), "
+               "disp_keyset_and(ks, disp_keyset_full_after(DISP_KEY_AD_INPLACE_OR_VIEW)), (", decls[d].id);
+    params(c, s, sig, 0, 0);
+    fprintf(c, "), ");
+    call_args(c, s, sig);
+    fprintf(c, ");\n  if (st != DISP_OK) return st;\n");
+    int writes = 0;
+    for (int i = 0; i < sig->nargs; i++) {
+      if (sig->args[i] != DISP_CT_TENSOR || !s->args[i].alias || !s->args[i].alias->is_write) continue;
+      char nm[64];
+      arg_name(nm, sizeof nm, s->args[i].name);
+      fprintf(c, "  if (st == DISP_OK) st = disp_tensor_bump_version(%s);\n", nm);
+      writes++;
+    }
+    /* A failed bump (an inference tensor written outside inference mode)
+     * fails the call: hand back no result. */
+    if (writes) {
+      fprintf(c, "  if (st != DISP_OK) {\n");
+      for (int i = 0; i < sig->nrets; i++)
+        if (sig->rets[i] == DISP_CT_TENSOR) fprintf(c, "    disp_tensor_release(*out%d);\n    *out%d = NULL;\n", i, i);
+      fprintf(c, "  }\n");
+    }
+    fprintf(c, "  return st;\n}\n\n");
+  }
+
   /* registration */
   fprintf(c, "DISP_LIBRARY(aten, m) {\n");
   for (int d = 0; d < NDECLS; d++)
@@ -368,6 +405,13 @@ int main(int argc, char **argv) {
     }
     fprintf(c, "}\n\n");
   }
+  fprintf(c, "DISP_LIBRARY_IMPL(aten, AD_INPLACE_OR_VIEW, m) {\n");
+  for (int d = 0; d < NDECLS; d++) {
+    if (!(decls[d].kernels & DISP_K_ADIOV)) continue;
+    fprintf(c, "  disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(adinplace_%s), DISP_KERNEL_WITH_KEYSET), NULL);\n",
+            schemas[d]->qualified, decls[d].id);
+  }
+  fprintf(c, "}\n\n");
   fprintf(c, "DISP_LIBRARY_IMPL(aten, AUTOGRAD, m) {\n");
   for (int d = 0; d < NDECLS; d++) {
     if (decls[d].kernels & DISP_K_CIA) continue;

@@ -1,0 +1,87 @@
+// dispatch_torch - the libtorch side of bench/dispatch: the same cases
+// through libtorch 1.13's dispatcher. Built only when libtorch is installed;
+// nothing else in libdispatch depends on it.
+//
+//   dispatch_torch                      ns/call table
+//   dispatch_torch --case NAME --iters N   one case (run under callgrind by bench/dispatch)
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+__attribute__((noinline)) at::Tensor noop1(const at::Tensor &self) { return self; }
+__attribute__((noinline)) at::Tensor noop2(const at::Tensor &self, const at::Tensor &) { return self; }
+
+TORCH_LIBRARY(bench, m) {
+  m.def("noop1(Tensor self) -> Tensor");
+  m.def("noop2(Tensor self, Tensor other) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(bench, CPU, m) {
+  m.impl("noop1", noop1);
+  m.impl("noop2", noop2);
+}
+// libtorch 1.13 puts a fallthrough on AutogradCPU already; say it anyway.
+TORCH_LIBRARY_IMPL(bench, Autograd, m) {
+  m.impl("noop1", torch::CppFunction::makeFallthrough());
+  m.impl("noop2", torch::CppFunction::makeFallthrough());
+}
+
+using Fn1 = at::Tensor (*)(const at::Tensor &);
+Fn1 volatile g_floor = noop1;
+volatile long g_sink;
+
+long run(const char *name, long iters) {
+  at::Tensor a = at::ones({1}), b = at::ones({1});
+  static auto op1 = c10::Dispatcher::singleton().findSchemaOrThrow("bench::noop1", "").typed<at::Tensor(const at::Tensor &)>();
+  static auto op2 = c10::Dispatcher::singleton()
+                        .findSchemaOrThrow("bench::noop2", "")
+                        .typed<at::Tensor(const at::Tensor &, const at::Tensor &)>();
+  static auto boxed = c10::Dispatcher::singleton().findSchemaOrThrow("bench::noop1", "");
+  if (!strcmp(name, "floor")) {
+    Fn1 f = g_floor;
+    for (long i = 0; i < iters; i++) g_sink += f(a).dim();
+  } else if (!strcmp(name, "unboxed_1")) {
+    for (long i = 0; i < iters; i++) g_sink += op1.call(a).dim();
+  } else if (!strcmp(name, "unboxed_2")) {
+    for (long i = 0; i < iters; i++) g_sink += op2.call(a, b).dim();
+  } else if (!strcmp(name, "boxed_builtin") || !strcmp(name, "boxed_ffi")) {
+    torch::jit::Stack stack;
+    for (long i = 0; i < iters; i++) {
+      stack.emplace_back(a);
+      boxed.callBoxed(&stack);
+      stack.clear();
+    }
+  } else {
+    return -1;
+  }
+  return 0;
+}
+
+double median_ns(const char *name) {
+  const long iters = 200000;
+  double runs[7];
+  run(name, iters / 10);
+  for (double &r : runs) {
+    auto t0 = std::chrono::steady_clock::now();
+    run(name, iters);
+    r = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / iters;
+  }
+  std::sort(runs, runs + 7);
+  return runs[3];
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc == 5 && !strcmp(argv[1], "--case")) return run(argv[2], std::atol(argv[4])) ? 1 : 0;
+  for (const char *c : {"floor", "unboxed_1", "unboxed_2", "boxed_builtin"})
+    std::printf("%s %.1f\n", c, median_ns(c));
+  return 0;
+}
