@@ -7,18 +7,15 @@
  * Data: PyTorch 1.13.1's computed tables (shared/conformance/dispatch).
  * Usage: test_conformance_dispatch [CASE.txt...] (default: the whole folder)
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <disp.h>
 
+#include "conformance_main.h"
 #include "simulate.h"
 
-#ifndef DISP_TEST_DATA_DIR
-#define DISP_TEST_DATA_DIR "tests/data"
-#endif
 
 enum { MAX_LINES = 256 };
 
@@ -151,38 +148,4 @@ static int run_case(const char *path) {
   return ok;
 }
 
-static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-int main(int argc, char **argv) {
-  int passed = 0, failed = 0;
-  if (argc > 2 && !strcmp(argv[1], "--tool")) {
-    g_tool = argv[2];
-    argc -= 2;
-    argv += 2;
-  }
-  if (argc > 1) {
-    for (int i = 1; i < argc; i++) run_case(argv[i]) ? passed++ : failed++;
-  } else {
-    const char *dir = DISP_TEST_DATA_DIR "/dispatch";
-    DIR *d = opendir(dir);
-    if (!d) {
-      printf("cannot open %s\n", dir);
-      return 1;
-    }
-    char *names[1024];
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d)) && n < 1024;)
-      if (strstr(e->d_name, ".txt")) names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp);
-    for (int i = 0; i < n; i++) {
-      char path[2048];
-      snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-      run_case(path) ? passed++ : failed++;
-      free(names[i]);
-    }
-  }
-  disp_shutdown();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
-}
+int main(int argc, char **argv) { return conformance_main(argc, argv, "dispatch", run_case, &g_tool); }

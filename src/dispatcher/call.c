@@ -373,58 +373,53 @@ static disp_status usable(const disp_op *op, const disp_signature **sig) {
   return DISP_OK;
 }
 
-disp_status disp_call(const disp_op *op, ...) {
+/* How a call with C arguments picks its kernel. */
+typedef enum { VA_CALL, VA_REDISPATCH, VA_GIVEN } va_mode;
+
+/* The body of disp_call, disp_redispatch and disp_call_kernel: read the C
+ * arguments, find the kernel (unless given), run it. */
+static disp_status call_va(const disp_op *op, va_mode mode, disp_dispatch d, va_list *ap) {
   const disp_signature *sig;
   disp_status st = usable(op, &sig);
   if (st != DISP_OK) return st;
   disp_cvalue args[DISP_MAX_ARGS];
   void *outs[DISP_MAX_RETS];
   disp_keyset keys;
-  va_list ap;
-  va_start(ap, op);
-  st = read_va(sig, &ap, args, outs, &keys);
-  va_end(ap);
-  if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
-  disp_dispatch d = pick(op, apply_tls(keys), 1);
-  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[call]", op, d.ks);
+  if ((st = read_va(sig, ap, args, outs, &keys)) != DISP_OK)
+    return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
+  if (mode == VA_GIVEN) return run_cvalues(op, sig, d, args, outs);
+  d = mode == VA_CALL ? pick(op, apply_tls(keys), 1) : pick(op, d.ks, 0);
+  if (__builtin_expect(disp__trace_on, 0)) trace_enter(mode == VA_CALL ? "[call]" : "[redispatch]", op, d.ks);
   st = run_cvalues(op, sig, d, args, outs);
   if (disp__trace_on) disp_trace_leave();
-  if (st != DISP_OK) disp_error_add_op(op);
+  if (st != DISP_OK && mode == VA_CALL) disp_error_add_op(op);
+  return st;
+}
+
+disp_status disp_call(const disp_op *op, ...) {
+  disp_dispatch none = {0};
+  va_list ap;
+  va_start(ap, op);
+  disp_status st = call_va(op, VA_CALL, none, &ap);
+  va_end(ap);
   return st;
 }
 
 disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
-  const disp_signature *sig;
-  disp_status st = usable(op, &sig);
-  if (st != DISP_OK) return st;
-  disp_cvalue args[DISP_MAX_ARGS];
-  void *outs[DISP_MAX_RETS];
-  disp_keyset keys;
+  disp_dispatch d = {NULL, ks};
   va_list ap;
   va_start(ap, ks);
-  st = read_va(sig, &ap, args, outs, &keys);
+  disp_status st = call_va(op, VA_REDISPATCH, d, &ap);
   va_end(ap);
-  if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
-  disp_dispatch d = pick(op, ks, 0);
-  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[redispatch]", op, d.ks);
-  st = run_cvalues(op, sig, d, args, outs);
-  if (disp__trace_on) disp_trace_leave();
   return st;
 }
 
 disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...) {
-  const disp_signature *sig;
-  disp_status st = usable(op, &sig);
-  if (st != DISP_OK) return st;
-  disp_cvalue args[DISP_MAX_ARGS];
-  void *outs[DISP_MAX_RETS];
-  disp_keyset keys;
   va_list ap;
   va_start(ap, d);
-  st = read_va(sig, &ap, args, outs, &keys);
+  disp_status st = call_va(op, VA_GIVEN, d, &ap);
   va_end(ap);
-  if (st != DISP_OK) return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
-  return run_cvalues(op, sig, d, args, outs);
+  return st;
 }
 
 /* ---- typed entry points for run-time operators ------------------------- */
