@@ -126,6 +126,12 @@ TEST(alias_expansion) {
                                              DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL));
   ASSERT_TRUE(disp_key_is_included_in_alias(DISP_KEY_QUANTIZED_META,
                                             DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL));
+  /* PyTorch 1.13 leaves XLA and Lazy out of CEANF (they functionalize) but not out of CEA. */
+  ASSERT_TRUE(!disp_key_is_included_in_alias(DISP_KEY_XLA, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL));
+  ASSERT_TRUE(!disp_key_is_included_in_alias(DISP_KEY_QUANTIZED_LAZY,
+                                             DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL));
+  ASSERT_TRUE(disp_key_is_included_in_alias(DISP_KEY_XLA, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD));
+  ASSERT_TRUE(disp_key_is_included_in_alias(DISP_KEY_CPU, DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL));
   ASSERT_TRUE(disp_key_is_included_in_alias(DISP_KEY_AUTOGRAD_CPU, DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD));
   ASSERT_TRUE(!disp_key_is_included_in_alias(DISP_KEY_BACKEND_SELECT, DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD));
   ASSERT_TRUE(!disp_key_is_included_in_alias(DISP_KEY_AUTOCAST_CPU, DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD));

@@ -314,7 +314,8 @@ DISP_API size_t disp_keyset_format(disp_keyset s, char *buf, size_t size);
  *   Autograd: AutogradOther and Autograd<B> for every backend.
  *   CompositeExplicitAutograd: the plain, Quantized and Sparse keys of every
  *     backend (Undefined is handled separately by the table computation).
- *   CompositeExplicitAutogradNonFunctional: the same minus the Sparse keys.
+ *   CompositeExplicitAutogradNonFunctional: the same minus the Sparse keys
+ *     and every XLA and Lazy key (backends that functionalize).
  *   CompositeImplicitAutograd: CompositeExplicitAutograd's set plus Autograd's.
  * Thread-safe.
  */

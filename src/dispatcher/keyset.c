@@ -286,10 +286,13 @@ disp_keyset disp_key_runtime_keyset(disp_key k) {
       s.repr = per_backend_all(DISP_KEY_AUTOGRAD_FUNCTIONALITY).repr | FUNC_BIT(DISP_KEY_AUTOGRAD_OTHER);
       return s;
     case DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL:
-      s.repr = per_backend_all(DISP_KEY_DENSE).repr | per_backend_all(DISP_KEY_QUANTIZED).repr;
+      /* As PyTorch's non_functional_backend_dispatch_keyset: no Sparse keys,
+       * and no XLA or Lazy keys at all (those backends functionalize). */
+      s.repr = (per_backend_all(DISP_KEY_DENSE).repr | per_backend_all(DISP_KEY_QUANTIZED).repr) &
+               ~((UINT64_C(1) << DISP_BACKEND_XLA) | (UINT64_C(1) << DISP_BACKEND_LAZY));
       return s;
     case DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD:
-      s.repr = disp_key_runtime_keyset(DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL).repr |
+      s.repr = per_backend_all(DISP_KEY_DENSE).repr | per_backend_all(DISP_KEY_QUANTIZED).repr |
                per_backend_all(DISP_KEY_SPARSE).repr;
       return s;
     case DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD:
