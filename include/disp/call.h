@@ -161,14 +161,15 @@ DISP_API extern int disp_trace_enabled;
 static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keyset tensor_keys) {
   uint64_t ks = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
   const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
-  /* 64-bit indices throughout: no sign extensions on the path. */
-  uint64_t b = (uint64_t)(__builtin_clzll((ks & DISP_KEYSET_BACKEND_MASK) | 1) ^ 63);
+  /* 64-bit indices throughout: no sign or zero extensions on the path. */
+  uint64_t b = disp__bsr64((ks & DISP_KEYSET_BACKEND_MASK) | 1);
   ks &= t->non_fallthrough[b].repr;
   /* The row: the highest functionality bit, with a sentinel at the highest
-   * backend bit so that "no functionality" reads as row 0 (Undefined). */
-  uint64_t top = (uint64_t)(__builtin_clzll(ks | (UINT64_C(1) << (DISP_NUM_BACKENDS - 1))) ^ 63);
+   * backend bit so that "no functionality" reads as row 0 (Undefined); the
+   * row's offset folds into the load's displacement. */
+  uint64_t top = disp__bsr64(ks | (UINT64_C(1) << (DISP_NUM_BACKENDS - 1)));
   disp_dispatch d;
-  d.kernel = t->cell[(top - (DISP_NUM_BACKENDS - 1)) * DISP_FAST_GRID_COLS + b];
+  d.kernel = (&t->cell[0] - (DISP_NUM_BACKENDS - 1) * DISP_FAST_GRID_COLS)[top * DISP_FAST_GRID_COLS + b];
   d.ks.repr = ks;
   return d;
 }

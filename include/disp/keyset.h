@@ -272,6 +272,19 @@ DISP_API disp_key disp_keyset_highest_key(disp_keyset s);
 DISP_API extern const uint8_t disp_keyset_slot_base[DISP_NUM_FUNCTIONALITIES + 1];
 DISP_API extern const uint8_t disp_keyset_slot_per_backend[DISP_NUM_FUNCTIONALITIES + 1];
 
+/* Index of the highest set bit of a nonzero x, as a 64-bit value: on
+ * x86-64 one BSR with no sign or zero extension after it (GCC's clz
+ * builtin returns an int it then widens). */
+static inline uint64_t disp__bsr64(uint64_t x) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  uint64_t r;
+  __asm__("bsrq %1, %0" : "=r"(r) : "rm"(x) : "cc");
+  return r;
+#else
+  return (uint64_t)(63 ^ __builtin_clzll(x));
+#endif
+}
+
 /* Index of the highest set bit, 0 for x == 0 (so "no backend" reads as CPU,
  * whose per-backend slots a set without backend bits cannot reach anyway). */
 static inline int disp__highest_bit(uint64_t x) { return __builtin_clzll(x | 1) ^ 63; }
