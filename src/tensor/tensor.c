@@ -253,15 +253,28 @@ static disp_status check_dtype(const char *op, disp_dtype dt) {
  * (borrowed; NULL makes a fresh one unless the tensor is an inference
  * tensor). Shape, dtype and bounds are already checked.
  */
+/* `numel` >= 0: the caller already checked sizes and strides (empty_impl)
+ * and they fit inline, so they are copied without a second check. */
 static disp_status make_strided(disp_storage *st, int64_t offset, const int64_t *sizes,
-                                const int64_t *strides, int ndim, disp_dtype dt, disp_keyset keys,
-                                disp_version_counter *vc, int inference, disp_tensor **out) {
+                                const int64_t *strides, int ndim, int64_t numel, disp_dtype dt,
+                                disp_keyset keys, disp_version_counter *vc, int inference,
+                                disp_tensor **out) {
   disp_tensor *t = tensor_alloc();
   if (!t) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a tensor");
-  disp_status s = disp__tensor_set_sizes_strides(t, sizes, strides, ndim);
-  if (s != DISP_OK) {
-    tensor_free(t);
-    return s;
+  if (numel >= 0 && strides && ndim <= DISP__TENSOR_INLINE_DIMS) {
+    for (int d = 0; d < ndim; d++) {
+      t->inline_sizes[d] = sizes[d];
+      t->inline_strides[d] = strides[d];
+    }
+    t->ndim = ndim;
+    t->numel = numel;
+    t->is_contiguous = (unsigned char)compute_contiguous(t->sizes, t->strides, ndim, numel);
+  } else {
+    disp_status s = disp__tensor_set_sizes_strides(t, sizes, strides, ndim);
+    if (s != DISP_OK) {
+      tensor_free(t);
+      return s;
+    }
   }
   if (vc) {
     t->version = disp__version_counter_retain(vc);
@@ -319,7 +332,8 @@ static disp_status empty_impl(const char *op, const int64_t *sizes, const int64_
                               int ndim, disp_dtype dt, disp_device dev, disp_tensor **out) {
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK) s = disp_device_validate(dev);
-  if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
+  int64_t numel = 0;
+  if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, &numel);
   if (s != DISP_OK) return s;
   int64_t contiguous[DISP_TENSOR_MAX_DIMS];
   if (!strides) {
@@ -332,7 +346,7 @@ static disp_status empty_impl(const char *op, const int64_t *sizes, const int64_
   disp_storage *st;
   s = disp_storage_new(nbytes, dev, &st);
   if (s != DISP_OK) return s;
-  s = make_strided(st, 0, sizes, strides, ndim, dt, disp_keyset_empty(), NULL,
+  s = make_strided(st, 0, sizes, strides, ndim, numel, dt, disp_keyset_empty(), NULL,
                    disp_inference_mode_enabled(), out);
   disp_storage_release(st); /* the tensor holds its own reference */
   return s;
@@ -359,7 +373,7 @@ disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const
   if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
   if (s == DISP_OK) s = check_bounds(st, offset, sizes, strides, ndim, dt);
   if (s != DISP_OK) return s;
-  return make_strided(st, offset, sizes, strides, ndim, dt, keys, NULL,
+  return make_strided(st, offset, sizes, strides, ndim, -1, dt, keys, NULL,
                       disp_inference_mode_enabled(), out);
 }
 
@@ -373,7 +387,7 @@ disp_status disp_tensor_new_view(disp_tensor *base, const int64_t *sizes, const 
   if (s == DISP_OK) s = check_bounds(base->storage, offset, sizes, strides, ndim, base->dtype);
   if (s != DISP_OK) return s;
   disp_tensor *t;
-  s = make_strided(base->storage, offset, sizes, strides, ndim, base->dtype, base->keyset,
+  s = make_strided(base->storage, offset, sizes, strides, ndim, -1, base->dtype, base->keyset,
                    base->version, base->is_inference, &t);
   if (s != DISP_OK) return s;
   t->layout = base->layout;
