@@ -154,16 +154,17 @@ DISP_API extern _Thread_local disp_fast_tls disp_fast_tls_state __attribute__((t
 DISP_API extern int disp_trace_enabled;
 
 /*
- * disp_op_dispatch_inline - disp_op_dispatch, inline (Note [The inline fast
- * path]). With the trace on, every cell holds a tracing kernel that prints
- * and runs the real one, so there is no flag to test here.
+ * disp__fast_lookup - the cell of key set `ks` in table `t` (Note [The
+ * inline fast path]), after removing the table's fallthrough keys when
+ * `mask` is set (a call; a redispatch passes its set as it is). The one
+ * grid lookup of the library: typed calls inline it, the other call paths
+ * use it on the real table.
  */
-static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keyset tensor_keys) {
-  uint64_t ks = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
-  const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
-  /* 64-bit indices throughout: no sign or zero extensions on the path. */
+static inline disp_dispatch disp__fast_lookup(const disp_fast_table *t, uint64_t ks, int mask) {
+  /* 64-bit indices throughout: no sign or zero extensions on the path.
+   * Masking never changes the backend bits: one backend index serves both. */
   uint64_t b = disp__bsr64((ks & DISP_KEYSET_BACKEND_MASK) | 1);
-  ks &= t->non_fallthrough[b].repr;
+  if (mask) ks &= t->non_fallthrough[b].repr;
   /* The row: the highest functionality bit, with a sentinel at the highest
    * backend bit so that "no functionality" reads as row 0 (Undefined); the
    * row's offset folds into the load's displacement. */
@@ -172,6 +173,17 @@ static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keys
   d.kernel = (&t->cell[0] - (DISP_NUM_BACKENDS - 1) * DISP_FAST_GRID_COLS)[top * DISP_FAST_GRID_COLS + b];
   d.ks.repr = ks;
   return d;
+}
+
+/*
+ * disp_op_dispatch_inline - disp_op_dispatch, inline (Note [The inline fast
+ * path]). With the trace on, every cell holds a tracing kernel that prints
+ * and runs the real one, so there is no flag to test here.
+ */
+static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keyset tensor_keys) {
+  uint64_t ks = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
+  const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
+  return disp__fast_lookup(t, ks, 1);
 }
 
 #define DISP__UNPAREN(...) __VA_ARGS__

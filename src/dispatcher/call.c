@@ -63,11 +63,8 @@ void disp_trace_leave(void) {
 
 static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
   const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->real, memory_order_acquire);
-  /* Masking never changes the backend bits: one backend index serves both. */
-  int backend = disp_keyset_backend_index(ks);
-  if (mask) ks.repr &= t->non_fallthrough[backend].repr;
-  disp_dispatch d = {&t->grid[disp__grid_cell(ks, backend)]->slot, ks};
-  return d;
+  /* The real table starts with the fast-table layout (op_table.c asserts it). */
+  return disp__fast_lookup((const disp_fast_table *)(const void *)t, ks.repr, mask);
 }
 
 /* Note [Tracing typed calls]

@@ -47,15 +47,10 @@ static inline disp_keyset disp__apply_tls(disp_keyset ks) {
  * functionality (row 0: Undefined) and one column per backend; a single
  * functionality's row repeats its one kernel in every column. Then the cell
  * of a key set is (highest functionality, highest backend), found with two
- * bit scans and no table of offsets. */
-#define DISP__GRID_COLS 16
+ * bit scans and no table of offsets (disp__fast_lookup in disp/call.h). */
+#define DISP__GRID_COLS DISP_FAST_GRID_COLS
 #define DISP__GRID_ROWS (DISP_NUM_FUNCTIONALITIES + 1)
 _Static_assert(DISP_NUM_BACKENDS <= DISP__GRID_COLS, "a grid row holds every backend");
-
-static inline int disp__grid_cell(disp_keyset s, int backend) {
-  int f = disp__highest_bit(((s.repr >> DISP_NUM_BACKENDS) << 1) | 1);
-  return f * DISP__GRID_COLS + backend;
-}
 
 /* The trace switch for the library's own code (disp_trace_enabled mirrors it). */
 extern int disp__trace_on;
