@@ -205,7 +205,12 @@ static disp_status boxed_via_unboxed(const disp_op *op, const disp_kernel_slot *
       return st;
     }
   }
-  st = disp__ffi_call_unboxed(sig, k->unboxed, (k->flags & DISP_KERNEL_WITH_KEYSET) != 0, ks, args, rets);
+  void *outs[DISP_MAX_RETS];
+  for (int i = 0; i < sig->nrets; i++) {
+    memset(&rets[i], 0, sizeof rets[i]);
+    outs[i] = &rets[i];
+  }
+  st = disp__ffi_call_unboxed(sig, k->unboxed, (k->flags & DISP_KERNEL_WITH_KEYSET) != 0, ks, args, outs);
   disp_stack_drop(stack, (size_t)sig->nargs);
   for (int i = 0; i < sig->nrets; i++) {
     if (st == DISP_OK) {
@@ -312,18 +317,9 @@ disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack 
 static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, disp_dispatch d,
                                disp_cvalue *args, void **outs) {
   disp_status st;
-  if (d.kernel->unboxed) {
-    /* libffi writes each return straight into the caller's out-pointer. */
-    void *avalues[1 + DISP_MAX_ARGS + DISP_MAX_RETS];
-    unsigned n = 0;
-    int with_ks = (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0;
-    if (with_ks) avalues[n++] = &d.ks;
-    for (int i = 0; i < sig->nargs; i++) avalues[n++] = &args[i];
-    for (int i = 0; i < sig->nrets; i++) avalues[n++] = &outs[i];
-    ffi_arg result = 0;
-    ffi_call((ffi_cif *)&sig->cif[with_ks], d.kernel->unboxed, &result, avalues);
-    return (disp_status)(int32_t)result;
-  }
+  if (d.kernel->unboxed) /* returns go straight into the caller's out-pointers */
+    return disp__ffi_call_unboxed(sig, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0,
+                                  d.ks, args, outs);
   disp_stack *stack = disp_stack_new();
   if (!stack) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory calling %s", op->name);
   st = DISP_OK;

@@ -74,17 +74,13 @@ disp_status disp__ffi_prepare(disp_signature *sig, const char *op_name) {
 }
 
 disp_status disp__ffi_call_unboxed(const disp_signature *sig, disp_fn fn, int with_keyset,
-                                   disp_keyset ks, disp_cvalue *args, disp_cvalue *rets) {
+                                   disp_keyset ks, disp_cvalue *args, void **outs) {
   void *avalues[1 + DISP_MAX_ARGS + DISP_MAX_RETS];
-  void *out_ptrs[DISP_MAX_RETS];
   unsigned n = 0;
   if (with_keyset) avalues[n++] = &ks;
   for (int i = 0; i < sig->nargs; i++) avalues[n++] = &args[i];
-  for (int i = 0; i < sig->nrets; i++) {
-    memset(&rets[i], 0, sizeof rets[i]);
-    out_ptrs[i] = &rets[i];
-    avalues[n++] = &out_ptrs[i];
-  }
+  /* Each out-pointer is an argument: libffi wants the address of each. */
+  for (int i = 0; i < sig->nrets; i++) avalues[n++] = &outs[i];
   ffi_arg result = 0;
   ffi_call((ffi_cif *)&sig->cif[with_keyset != 0], fn, &result, avalues);
   return (disp_status)(int32_t)result;

@@ -110,8 +110,9 @@ disp_keyset disp__value_keys(const disp_value *v);
 
 /* Prepare sig->cif (called once, at def time, under the registry lock). */
 disp_status disp__ffi_prepare(disp_signature *sig, const char *op_name);
-/* Call an unboxed kernel with C arguments; `rets` receive the returns. */
+/* Call an unboxed kernel with C arguments; outs[i] is where return i goes
+ * (the kernel's out-pointer parameters). */
 disp_status disp__ffi_call_unboxed(const disp_signature *sig, disp_fn fn, int with_keyset,
-                                   disp_keyset ks, disp_cvalue *args, disp_cvalue *rets);
+                                   disp_keyset ks, disp_cvalue *args, void **outs);
 
 #endif
