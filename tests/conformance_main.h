@@ -14,12 +14,38 @@
 
 #include <disp.h>
 
+#include "simulate.h"
+
 #ifndef DISP_TEST_DATA_DIR
 #define DISP_TEST_DATA_DIR "tests/data"
 #endif
 
 static int conformance_cmp_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * conformance_read_case - reads a case file and splits it at its "---"
+ * line: *script is the whole text ending before the line (free() it),
+ * *expected the lines after it (inside the same buffer). Prints a FAIL line
+ * and returns 0 when the file is unreadable or has no "---".
+ */
+static int conformance_read_case(const char *path, char **script, char **expected) {
+  char *text = sim_read_file(path);
+  if (!text) {
+    printf("FAIL %s: cannot read\n", path);
+    return 0;
+  }
+  char *sep = strstr(text, "\n---\n");
+  if (!sep) {
+    printf("FAIL %s: no '---' line\n", path);
+    free(text);
+    return 0;
+  }
+  sep[1] = '\0';
+  *script = text;
+  *expected = sep + 5;
+  return 1;
 }
 
 /* Runs run_case on each case; *tool receives the --tool argument, if any. */

@@ -80,19 +80,8 @@ static char *run_tool(const char *path) {
 }
 
 static int run_case(const char *path) {
-  char *text = sim_read_file(path);
-  if (!text) {
-    printf("FAIL %s: cannot read\n", path);
-    return 0;
-  }
-  char *sep = strstr(text, "\n---\n");
-  if (!sep) {
-    printf("FAIL %s: no '---' line\n", path);
-    free(text);
-    return 0;
-  }
-  sep[1] = '\0';
-  char *expected_text = sep + 5;
+  char *text, *expected_text;
+  if (!conformance_read_case(path, &text, &expected_text)) return 0;
   char *got_text = g_tool ? run_tool(path) : run_engine(text);
   if (!got_text) {
     printf("FAIL %s: simulate failed: %s\n", path, disp_last_error());

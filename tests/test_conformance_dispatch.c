@@ -94,21 +94,11 @@ static int collect_from_tool(const char *path, line_set *got) {
 }
 
 static int run_case(const char *path) {
-  char *text = sim_read_file(path);
-  if (!text) {
-    printf("FAIL %s: cannot read\n", path);
-    return 0;
-  }
-  char *sep = strstr(text, "\n---\n");
-  if (!sep) {
-    printf("FAIL %s: no '---' line\n", path);
-    free(text);
-    return 0;
-  }
+  char *text, *expected;
+  if (!conformance_read_case(path, &text, &expected)) return 0;
   line_set want = {0}, got = {0};
-  for (char *l = strtok(sep + 5, "\n"); l; l = strtok(NULL, "\n"))
+  for (char *l = strtok(expected, "\n"); l; l = strtok(NULL, "\n"))
     if (*l) add_line(&want, l);
-  sep[1] = '\0';
   sim_script *s = NULL;
   int ok = 1;
   if (g_tool) {
