@@ -12,6 +12,7 @@
  *   disp/value.h       boxed values, stacks, the C types of unboxed kernels
  *   disp/call.h        calling operators: boxed, unboxed, redispatch, trace
  *   disp/guard.h       thread-local dispatch state (include/exclude, modes)
+ *   disp/autocast.h    autocast (mixed precision): state, regions, cast helpers
  *   disp/aten.h        typed entry points of the built-in operators (generated)
  *   disp/promotion.h   PyTorch's type promotion (result_type)
  *   disp/random.h      the process-wide random generator and its seed
@@ -36,6 +37,7 @@
 #include "disp/value.h"
 #include "disp/call.h"
 #include "disp/guard.h"
+#include "disp/autocast.h"
 #include "disp/aten.h"
 #include "disp/promotion.h"
 #include "disp/random.h"

@@ -42,6 +42,13 @@ grep -q 'line 3' "$tmp/err.txt"; check simulate_bad_names_line $?
 "$disp" simulate "$data/dispatch/op2.txt" | head -1 | grep -qx '== oracle::op2'; check simulate_header $?
 "$disp" table nosuch::op >/dev/null 2>&1; [ $? -eq 1 ]; check table_unknown_op $?
 "$disp" fallbacks | grep -q '^BackendSelect: fallthrough '; check fallbacks $?
+# Autocast: 1.13's kernels on AutocastCPU/AutocastCUDA for mm, the built-in fallthrough elsewhere.
+"$disp" table aten::mm > "$tmp/mm.txt"
+grep -q '^AutocastCPU: registered at .* \[kernel\]$' "$tmp/mm.txt"; check table_mm_autocast_cpu_kernel $?
+grep -q '^AutocastCUDA: registered at .* \[kernel\]$' "$tmp/mm.txt"; check table_mm_autocast_cuda_kernel $?
+grep -q '^AutocastPrivateUse1: fallthrough .*\[backend fallback\]$' "$tmp/mm.txt"; check table_mm_autocast_privateuse1_fallthrough $?
+"$disp" table aten::cat | grep -q '^AutocastCUDA: fallthrough .*\[backend fallback\]$'; check table_cat_no_autocast_cuda $?
+"$disp" table aten::relu | grep -q '^AutocastCPU: fallthrough .*\[backend fallback\]$'; check table_relu_no_autocast_cpu $?
 "$disp" nonsense >/dev/null 2>&1; [ $? -eq 2 ]; check unknown_command $?
 
 # Every built-in operator registered with PyTorch 1.13's exact schema: `disp ops` lists
