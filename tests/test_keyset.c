@@ -35,7 +35,11 @@ TEST(names_round_trip) {
   ASSERT_EQ_STR(disp_key_name(DISP_KEY_META), "Meta");
   ASSERT_EQ_STR(disp_key_name(DISP_KEY_COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL),
                 "CompositeExplicitAutogradNonFunctional");
+  /* PyTorch's BC alias DispatchKey::Autocast is AutocastCUDA, and like
+   * PyTorch's parseDispatchKey the string "Autocast" names nothing. */
+  ASSERT_EQ_STR(disp_key_name(DISP_KEY_AUTOCAST), "AutocastCUDA");
   disp_key k;
+  ASSERT_STATUS(disp_key_parse("Autocast", &k), DISP_ERR_INVALID_ARG);
   ASSERT_STATUS(disp_key_parse("autogradcpu", &k), DISP_ERR_INVALID_ARG);
   ASSERT_CONTAINS(disp_last_error(), "autogradcpu");
   return 0;

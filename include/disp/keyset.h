@@ -98,7 +98,11 @@ typedef enum disp_key {
 #define X(A, s) DISP_KEY_##A,
   DISP_FORALL_ALIAS_KEYS(X)
 #undef X
-  DISP_KEY_COUNT
+  DISP_KEY_COUNT,
+  /* PyTorch's backward-compatible name (DispatchKey::Autocast), which seed
+   * code registers on: the same key as AutocastCUDA. Not a parseable name,
+   * as in PyTorch. */
+  DISP_KEY_AUTOCAST = DISP_KEY_AUTOCAST_CUDA
 } disp_key;
 
 #define DISP__PER_BACKEND_COUNT_PER_BACKEND 1
