@@ -149,6 +149,15 @@ void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *sh
       }
     }
   }
+  /* TensorIterator's allocate_or_resize_outputs: an unchanged (inverted)
+   * order gives a plain contiguous output; any other order multiplies raw
+   * sizes, so a zero-size dim zeroes the strides of the dims after it. */
+  int inverted = 1;
+  for (int i = 0; i < ndim; i++) inverted &= perm[i] == ndim - 1 - i;
+  if (inverted) {
+    disp__tensor_contiguous_strides(shape, ndim, strides);
+    return;
+  }
   int64_t e = 1;
   for (int i = 0; i < ndim; i++) {
     strides[perm[i]] = e;
