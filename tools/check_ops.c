@@ -145,7 +145,11 @@ static disp_status push_arg(disp_stack *s, const chk_value *v, const built *b, c
     case CHK_BOOL: return disp_stack_push_bool(s, v->i != 0);
     case CHK_SCALAR_INT: return disp_stack_push_scalar(s, disp_scalar_int(v->i));
     case CHK_SCALAR_FLOAT: return disp_stack_push_scalar(s, disp_scalar_double(v->d));
-    case CHK_SCALAR_BOOL: return disp_stack_push_scalar(s, disp_scalar_bool(v->i != 0));
+    /* The cases were called through Python's torch.ops, whose toIValue turns
+     * a bool passed for a Scalar into an int (a Python bool is an int): the
+     * operator received 1 or 0, and the recorded results have int semantics
+     * (full#3 gives int64, add(bool, bool, alpha=True) is no error). */
+    case CHK_SCALAR_BOOL: return disp_stack_push_scalar(s, disp_scalar_int(v->i != 0));
     case CHK_DEVICE:
       /* On a Meta run a device=cpu argument asks for the Meta device, so that
        * factories reach their Meta kernels too. */
@@ -407,7 +411,9 @@ static void check_random(report *r, const chk_case *c, const built *b, disp_stac
     double x = chk_load_double(elem_ptr(in, idx), disp_tensor_dtype(in));
     double y = chk_load_double(elem_ptr(out, idx), dt);
     int kept = mask ? chk_load_int(elem_ptr(mask, idx), DISP_DTYPE_BOOL) != 0 : y != 0.0;
-    int ok = kept ? close_enough(y, x * scale, dt) : y == 0.0;
+    /* a dropped inf or nan is input * 0 = nan, not 0 */
+    int ok = kept ? close_enough(y, x * scale, dt) : y == 0.0 || (!isfinite(x) && isnan(y));
+    if (!ok && !mask && !isfinite(x) && isnan(y)) ok = 1;
     if (!ok) {
       addf(r, CL_VALUE, "dropout element %.17g of input %.17g is neither 0 nor input/(1-p)%s", y, x,
            mask ? " as the mask says" : "");

@@ -25,6 +25,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
+#include "dtype_cast.h"
 #include "gemm.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
@@ -267,17 +268,114 @@ static void make_geom(const params *pr, const int64_t *isz, const int64_t *osz, 
   }
 }
 
-static disp_status check_types(const char *op, disp_tensor *input, disp_tensor *weight, disp_tensor *bias) {
-  disp_dtype dt = input->dtype;
-  if (!(dt == DISP_DTYPE_FLOAT32 || dt == DISP_DTYPE_FLOAT64 || dt == DISP_DTYPE_BFLOAT16))
-    return FAIL("%s: \"slow_conv2d_cpu\" not implemented for '%s'", op, disp_dtype_torch_name(dt));
-  if (weight->dtype != dt)
-    return FAIL("%s: Input type (CPU%sType) and weight type (CPU%sType) should be the same", op,
-                disp_dtype_torch_name(dt), disp_dtype_torch_name(weight->dtype));
-  if (bias && bias->dtype != dt)
-    return FAIL("%s: Input type (CPU%sType) and bias type (CPU%sType) should be the same", op,
-                disp_dtype_torch_name(dt), disp_dtype_torch_name(bias->dtype));
+/* Note [convolution backends]: 1.13's _convolution picks a backend, and the
+ * backend decides which dtypes work, which checks run and the result's
+ * layout. On a CPU (and here on Meta, which mirrors it):
+ * - Empty: zero batch or zero input channels. No kernel runs: the result
+ *   is input * weight.view(-1)[0] (+ bias[0]) viewed to the output size, so
+ *   any dtypes combine by type promotion, and a weight that cannot be
+ *   viewed flat is an error.
+ * - Mkldnn: float32 convolutions big enough by use_mkldnn()'s rules, and
+ *   every bfloat16 one (1.13 on an AVX-512 machine). Weight and bias must
+ *   have the input's dtype.
+ * - the slow im2col kernels otherwise: any dtype but float16 and bool; the
+ *   weight must have the input's dtype, the bias is converted (the
+ *   transposed kernels want the input's dtype there too).
+ * Outputs are channels_last when the input or the weight suggests it,
+ * except for transposed convolutions (contiguous). A bfloat16 transposed
+ * convolution is computed as a transposed one here: 1.13 sends it through
+ * Mkldnn, which silently computes a regular convolution. */
+typedef enum conv_backend { BK_EMPTY, BK_MKLDNN, BK_SLOW } conv_backend;
+
+/* 1.13's ConvParams::use_mkldnn at one thread, for 2-D and 3-D inputs. */
+static int use_mkldnn(const disp_tensor *input, const disp_tensor *weight, const params *pr) {
+  if (input->dtype == DISP_DTYPE_BFLOAT16) return !pr->transposed;
+  if (input->dtype != DISP_DTYPE_FLOAT32 || pr->transposed) return 0;
+  int strided = 0, dilated = 0;
+  for (int i = 0; i < pr->sd; i++) {
+    strided |= pr->stride[i] != 1;
+    dilated |= pr->dilation[i] != 1;
+  }
+  /* sizes as 1.13 sees them: a 1-D convolution is viewed as (N, C, 1, L) */
+  int64_t kw = weight->sizes[weight->ndim - 1], kh = pr->sd == 1 ? 1 : weight->sizes[weight->ndim - 2];
+  int64_t n = input->sizes[0], c = input->sizes[1];
+  int64_t h = pr->sd == 1 ? 1 : input->sizes[2], w = pr->sd == 1 ? input->sizes[2] : input->sizes[3];
+  int worth = strided || dilated || n >= 16 || kw != 1 || kh != 1;
+  return worth && (pr->groups > 1 || (kw > 3 && kh > 3) || n > 1 || n * c * h * w > 20480);
+}
+
+static disp_status select_backend(const char *op, disp_tensor *input, disp_tensor *weight, const params *pr,
+                                  conv_backend *bk) {
+  if (input->sizes[0] == 0 || input->sizes[1] == 0) {
+    *bk = BK_EMPTY;
+    return DISP_OK;
+  }
+  if (input->numel == 0) {
+    char is[160];
+    disp__conv_format_list(is, sizeof is, input->sizes, input->ndim);
+    return FAIL("%s: Only zero batch or zero channel inputs are supported, but got input shape: %s", op, is);
+  }
+  *bk = use_mkldnn(input, weight, pr) ? BK_MKLDNN : BK_SLOW;
   return DISP_OK;
+}
+
+static disp_status check_types(const char *op, conv_backend bk, int transposed, disp_tensor *input,
+                               disp_tensor *weight, disp_tensor *bias) {
+  disp_dtype dt = input->dtype;
+  const char *tn = disp_dtype_torch_name(dt);
+  if (bk == BK_MKLDNN) {
+    if (weight->dtype != dt)
+      return FAIL("%s: Input type (CPU%sType) and weight type (CPU%sType) should be the same or input should "
+                  "be a MKLDNN tensor and weight is a dense tensor", op, tn, disp_dtype_torch_name(weight->dtype));
+    if (bias && bias->dtype != dt)
+      return FAIL("%s: Input type (CPU%sType) and bias type (CPU%sType) should be the same or input should "
+                  "be a MKLDNN tensor and bias is a dense tensor", op, tn, disp_dtype_torch_name(bias->dtype));
+    return DISP_OK;
+  }
+  if (dt == DISP_DTYPE_FLOAT16 || dt == DISP_DTYPE_BOOL || dt == DISP_DTYPE_QUINT8)
+    return FAIL("%s: \"slow_conv2d_cpu\" not implemented for '%s'", op, tn);
+  if (weight->dtype != dt)
+    return FAIL("%s: expected scalar type %s but found %s", op, tn, disp_dtype_torch_name(weight->dtype));
+  /* the transposed kernels read the bias as the input's element type */
+  if (transposed && bias && bias->dtype != dt)
+    return FAIL("%s: expected scalar type %s but found %s", op, tn, disp_dtype_torch_name(bias->dtype));
+  return DISP_OK;
+}
+
+/* Whether the result is channels_last (4-D only). */
+static int out_channels_last(const disp_tensor *input, const disp_tensor *weight, const params *pr) {
+  if (input->ndim != 4 || pr->transposed) return 0;
+  return disp__conv_channels_last(input) || disp__conv_channels_last(weight);
+}
+
+/* The Empty backend's forward (see the note). */
+static disp_status conv_empty_forward(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
+                                      const int64_t *osz, disp_tensor **out) {
+  static const int64_t flat[1] = {-1};
+  disp_int_list fl = {flat, 1}, os = {osz, (size_t)input->ndim};
+  disp_tensor *wv = NULL, *a = NULL, *b = NULL, *y = NULL, *r = NULL, *same = NULL;
+  disp_status st = disp_aten_view(weight, fl, &wv);
+  if (st == DISP_OK && input->sizes[1] == 0) {
+    st = disp_aten_view(input, fl, &a);
+    if (st == DISP_OK) st = disp_aten_mul_Tensor(a, wv, &y);
+  } else if (st == DISP_OK) {
+    st = disp_aten_select_int(wv, 0, 0, &b);
+    if (st == DISP_OK) st = disp_aten_mul_Tensor(input, b, &y);
+  }
+  disp_tensor_release(a);
+  disp_tensor_release(b);
+  b = NULL;
+  if (st == DISP_OK && bias) {
+    st = disp_aten_select_int(bias, 0, 0, &b);
+    if (st == DISP_OK) st = disp_aten_add__Tensor(y, b, disp_scalar_int(1), &same);
+    disp_tensor_release(same);
+  }
+  if (st == DISP_OK) st = disp_aten_view(y, os, &r);
+  disp_tensor_release(b);
+  disp_tensor_release(wv);
+  disp_tensor_release(y);
+  if (st == DISP_OK) *out = r;
+  return st;
 }
 
 static int is_meta(const disp_tensor *t) { return t->device.type == DISP_BACKEND_META; }
@@ -299,9 +397,15 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
                                output_padding, groups, &pr);
   if (st == DISP_OK) st = conv_shape(op, input, weight, bias, &pr, osz);
   if (st == DISP_OK) st = check_device(op, input);
-  if (st == DISP_OK && !is_meta(input)) st = check_types(op, input, weight, bias);
+  conv_backend bk = BK_SLOW;
+  if (st == DISP_OK) st = select_backend(op, input, weight, &pr, &bk);
   if (st != DISP_OK) return st;
-  int cl = disp__conv_channels_last(input) || disp__conv_channels_last(weight);
+  if (bk == BK_EMPTY) {
+    if (input->sizes[1] == 0) osz[1] = 0; /* 1.13's calc_output_size */
+    return conv_empty_forward(input, weight, bias, osz, out0);
+  }
+  if ((st = check_types(op, bk, pr.transposed, input, weight, bias)) != DISP_OK) return st;
+  int cl = out_channels_last(input, weight, &pr);
   disp_tensor *out;
   if ((st = disp__conv_empty(osz, input->ndim, input->dtype, input->device, cl, &out)) != DISP_OK) return st;
   if (is_meta(input) || out->numel == 0) {
@@ -318,10 +422,14 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
     st = transposed ? run_prim(PRIM_BWD_IN, &gm, x, w, y) : run_prim(PRIM_FWD, &gm, x, w, y);
   }
   if (st == DISP_OK && bias) {
+    /* the bias is first converted to the result's dtype (the slow kernels
+     * copy it into the output, then accumulate) */
     int64_t sp = out->numel / (osz[0] * osz[1]);
     for (int64_t c = 0; c < osz[1]; c++) {
-      double bv = disp__load_f64((char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
-                                 (int64_t)disp_dtype_itemsize(bias->dtype), bias->dtype);
+      char cv[16];
+      disp__convert_elem(cv, out->dtype, (char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
+                         (int64_t)disp_dtype_itemsize(bias->dtype), bias->dtype);
+      double bv = disp__load_f64(cv, out->dtype);
       for (int64_t n = 0; n < osz[0]; n++)
         for (int64_t i = 0; i < sp; i++) y[(n * osz[1] + c) * sp + i] += bv;
     }
@@ -336,6 +444,35 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
   return DISP_OK;
 }
 
+/* The Empty backend's backward: zero gradients shaped (and laid out) like
+ * input and weight, a zero bias gradient of the weight's dtype; grad_output
+ * is not looked at. */
+static disp_status conv_empty_backward(disp_tensor *input, disp_tensor *weight, disp_opt_int_list bias_sizes,
+                                       disp_bool_list output_mask, disp_tensor **out0, disp_tensor **out1,
+                                       disp_tensor **out2) {
+  disp_opt_device nodev = {0};
+  disp_opt_bool nopin = {0};
+  disp_tensor *gi = NULL, *gw = NULL, *gb = NULL;
+  disp_status st = DISP_OK;
+  if (output_mask.data[0]) st = disp_aten_zeros_like(input, -1, -1, nodev, nopin, -1, &gi);
+  if (st == DISP_OK && output_mask.data[1]) st = disp_aten_zeros_like(weight, -1, -1, nodev, nopin, -1, &gw);
+  if (st == DISP_OK && output_mask.data[2]) {
+    if (!bias_sizes.has_value) {
+      st = FAIL("convolution_backward: bias_sizes must be given when output_mask[2] is set");
+    } else {
+      disp_opt_device dev = {(int32_t)weight->device.type, (int32_t)weight->device.index, true};
+      disp_int_list bs = bias_sizes.value;
+      st = disp_aten_zeros(bs, weight->dtype, -1, dev, nopin, &gb);
+    }
+  }
+  if (st != DISP_OK) {
+    disp_tensor_release(gi), disp_tensor_release(gw), disp_tensor_release(gb);
+    return st;
+  }
+  *out0 = gi, *out1 = gw, *out2 = gb;
+  return DISP_OK;
+}
+
 disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor *input, disp_tensor *weight,
                                            disp_opt_int_list bias_sizes, disp_int_list stride,
                                            disp_int_list padding, disp_int_list dilation, bool transposed,
@@ -343,19 +480,26 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
                                            disp_bool_list output_mask, disp_tensor **out0,
                                            disp_tensor **out1, disp_tensor **out2) {
   const char *op = "convolution_backward";
-  (void)bias_sizes;
   params pr;
   int64_t osz[5];
   if (output_mask.len != 3) return FAIL("%s: output_mask must have 3 elements", op);
   disp_status st = make_params(op, input, weight, stride, padding, dilation, transposed,
                                output_padding, groups, &pr);
   if (st == DISP_OK) st = conv_shape(op, input, weight, NULL, &pr, osz);
+  if (st == DISP_OK && grad_output->ndim != input->ndim)
+    st = FAIL("%s: Expected input and grad_output to have the same number of dimensions, but got: %d and %d", op,
+              input->ndim, grad_output->ndim);
   if (st == DISP_OK) st = check_device(op, input);
-  if (st == DISP_OK && !is_meta(input)) st = check_types(op, input, weight, NULL);
-  if (st == DISP_OK && grad_output->dtype != input->dtype)
-    st = FAIL("%s: expected grad_output of dtype %s, got %s", op, disp_dtype_torch_name(input->dtype),
-              disp_dtype_torch_name(grad_output->dtype));
+  conv_backend bk = BK_SLOW;
+  if (st == DISP_OK) st = select_backend(op, input, weight, &pr, &bk);
   if (st != DISP_OK) return st;
+  if (bk == BK_EMPTY) return conv_empty_backward(input, weight, bias_sizes, output_mask, out0, out1, out2);
+  /* only grad_input reads the weight; grad_weight has the input's dtype */
+  if ((st = check_types(op, bk, pr.transposed, input, output_mask.data[0] ? weight : input, NULL)) != DISP_OK)
+    return st;
+  if (grad_output->dtype != input->dtype)
+    return FAIL("%s: expected scalar type %s but found %s", op, disp_dtype_torch_name(input->dtype),
+                disp_dtype_torch_name(grad_output->dtype));
   int same = grad_output->ndim == input->ndim;
   for (int i = 0; same && i < input->ndim; i++) same = grad_output->sizes[i] == osz[i];
   if (!same) {
@@ -364,11 +508,11 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
     disp__conv_format_list(es, sizeof es, osz, input->ndim);
     return FAIL("%s: Expected grad_output of size %s, but got %s", op, es, gs);
   }
-  int cl = disp__conv_channels_last(input) || disp__conv_channels_last(weight);
+  int cl = out_channels_last(input, weight, &pr);
   disp_tensor *gi = NULL, *gw = NULL, *gb = NULL;
   if (output_mask.data[0]) st = disp__conv_empty(input->sizes, input->ndim, input->dtype, input->device, cl, &gi);
   if (st == DISP_OK && output_mask.data[1])
-    st = disp__conv_empty(weight->sizes, weight->ndim, weight->dtype, weight->device, cl, &gw);
+    st = disp__conv_empty(weight->sizes, weight->ndim, input->dtype, weight->device, cl, &gw);
   if (st == DISP_OK && output_mask.data[2])
     st = disp__conv_empty(&osz[1], 1, grad_output->dtype, grad_output->device, 0, &gb);
   if (st == DISP_OK && !is_meta(input)) {
@@ -410,10 +554,31 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
   return DISP_OK;
 }
 
-/* conv2d: 3-D (unbatched) or 4-D input, through convolution. */
+/* The C++ type names 1.13's conv2d prints for dtypes (TypeMeta::name). */
+static const char *cpp_type_name(disp_dtype dt) {
+  switch (dt) {
+    case DISP_DTYPE_FLOAT32: return "float";
+    case DISP_DTYPE_FLOAT64: return "double";
+    case DISP_DTYPE_FLOAT16: return "c10::Half";
+    case DISP_DTYPE_BFLOAT16: return "c10::BFloat16";
+    case DISP_DTYPE_INT64: return "long int";
+    case DISP_DTYPE_INT32: return "int";
+    case DISP_DTYPE_INT16: return "short int";
+    case DISP_DTYPE_INT8: return "signed char";
+    case DISP_DTYPE_UINT8: return "unsigned char";
+    case DISP_DTYPE_BOOL: return "bool";
+    default: return disp_dtype_torch_name(dt);
+  }
+}
+
+/* conv2d: 3-D (unbatched) or 4-D input, through convolution. Unlike
+ * convolution itself, 1.13's conv2d insists on a bias of the input's dtype. */
 disp_status disp__cia_conv2d(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
                              disp_int_list stride, disp_int_list padding, disp_int_list dilation,
                              int64_t groups, disp_tensor **out0) {
+  if (bias && bias->dtype != input->dtype)
+    return FAIL("conv2d: Input type (%s) and bias type (%s) should be the same", cpp_type_name(input->dtype),
+                cpp_type_name(bias->dtype));
   if (input->ndim != 3 && input->ndim != 4) {
     char is[160];
     disp__conv_format_list(is, sizeof is, input->sizes, input->ndim);

@@ -203,13 +203,16 @@ disp_status disp__cea_clone(disp_tensor *self, int32_t memory_format, disp_tenso
 }
 
 disp_status disp__cia_contiguous(disp_tensor *self, int32_t memory_format, disp_tensor **out0) {
-  if (memory_format == DISP_MEMORY_FORMAT_PRESERVE)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "preserve memory format is unsupported by the contiguous operator");
   if (memory_format < 0) memory_format = DISP_MEMORY_FORMAT_CONTIGUOUS;
-  if (disp__ew_is_contiguous_as(self->sizes, self->strides, self->ndim, memory_format)) {
+  /* 1.13 asks is_contiguous(memory_format) first, which reads preserve as
+   * the plain format: an already contiguous tensor comes back even then. */
+  int test = memory_format == DISP_MEMORY_FORMAT_PRESERVE ? DISP_MEMORY_FORMAT_CONTIGUOUS : memory_format;
+  if (disp__ew_is_contiguous_as(self->sizes, self->strides, self->ndim, test)) {
     *out0 = disp_tensor_retain(self);
     return DISP_OK;
   }
+  if (memory_format == DISP_MEMORY_FORMAT_PRESERVE)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "preserve memory format is unsupported by the contiguous operator");
   return disp_aten_clone(self, memory_format, out0);
 }
 

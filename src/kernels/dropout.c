@@ -12,98 +12,71 @@
 #include "conv_util.h"
 #include "gemm.h"
 #include "random.h"
+#include "tensor_iter.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
 
-/* Strides of a fresh tensor laid out like t (empty_like's preserve_format):
- * t's own strides when it is non-overlapping and dense, else contiguous. */
-static disp_status empty_like_dense(const disp_tensor *t, disp_dtype dt, disp_tensor **out) {
-  int n = t->ndim;
-  int order[DISP_TENSOR_MAX_DIMS], k = 0;
-  for (int i = 0; i < n; i++)
-    if (t->sizes[i] != 1) order[k++] = i;
-  for (int i = 1; i < k; i++) /* insertion sort by stride */
-    for (int j = i; j > 0 && t->strides[order[j - 1]] > t->strides[order[j]]; j--) {
-      int s = order[j];
-      order[j] = order[j - 1], order[j - 1] = s;
-    }
-  int64_t expect = 1;
-  int dense = t->has_strides;
-  for (int i = 0; i < k && dense; i++) {
-    if (t->strides[order[i]] != expect) dense = 0;
-    expect *= t->sizes[order[i]];
-  }
-  if (dense && t->numel > 0) return disp_tensor_empty_strided(t->sizes, t->strides, n, dt, t->device, out);
-  return disp_tensor_empty(t->sizes, n, dt, t->device, out);
-}
-
-/* The checks and the outputs of native_dropout, shared by the CPU and Meta
- * kernels: *out0 and *out1 (output, mask) are set on success. An empty input
- * is returned itself with an empty mask (*done set: nothing to compute). */
-static disp_status dropout_outputs(disp_tensor *input, double p, disp_opt_bool train, int *training, int *done,
-                                   disp_tensor **out0, disp_tensor **out1) {
+/* 1.13's native_dropout_cpu, written with the same operator calls, which
+ * gives its layouts and its errors: the mask is empty_like(input) as bool
+ * (input's strides when dense), the output input.mul(mask).mul_(scale) (an
+ * integer or bool input fails there: a float scale cannot be written back),
+ * or without training a clone and ones_like(input) as bool. An empty input
+ * is returned itself, with an empty_like(input) mask of its own dtype. On
+ * Meta the same calls give the geometry. */
+static disp_status native_dropout_impl(disp_tensor *input, double p, disp_opt_bool train, disp_tensor **out0,
+                                       disp_tensor **out1) {
+  disp_opt_device nodev = {0};
+  disp_opt_bool nopin = {0};
+  disp_tensor *mask = NULL, *out = NULL, *w = NULL, *same = NULL;
   disp_status st;
-  *training = !train.has_value || train.value;
-  *done = input->numel == 0;
-  if (*done) {
-    if ((st = empty_like_dense(input, input->dtype, out1)) != DISP_OK) return st;
+  if (input->numel == 0) {
+    if ((st = disp_aten_empty_like(input, -1, -1, nodev, nopin, -1, &mask)) != DISP_OK) return st;
     *out0 = disp_tensor_retain(input);
-    return DISP_OK;
-  }
-  double p1m = 1.0 - p;
-  if (*training && !(p1m >= 0.0 && p1m <= 1.0))
-    return FAIL("native_dropout: bernoulli_ expects p to be in [0, 1], but got p=%g", p1m);
-  if ((st = empty_like_dense(input, input->dtype, out0)) != DISP_OK) return st;
-  st = *training ? disp_tensor_empty(input->sizes, input->ndim, DISP_DTYPE_BOOL, input->device, out1)
-                 : empty_like_dense(input, DISP_DTYPE_BOOL, out1);
-  if (st != DISP_OK) disp_tensor_release(*out0);
-  return st;
-}
-
-/* 1.13 has no Meta native_dropout; issue 4 asks Meta for every CPU op. */
-disp_status disp__meta_native_dropout(disp_tensor *input, double p, disp_opt_bool train, disp_tensor **out0,
-                                      disp_tensor **out1) {
-  int training, done;
-  return dropout_outputs(input, p, train, &training, &done, out0, out1);
-}
-
-disp_status disp__cpu_native_dropout(disp_tensor *input, double p, disp_opt_bool train, disp_tensor **out0,
-                                     disp_tensor **out1) {
-  int training = 0, done = 0;
-  disp_tensor *out = NULL, *mask = NULL;
-  disp_status st = dropout_outputs(input, p, train, &training, &done, &out, &mask);
-  if (st != DISP_OK) return st;
-  if (done) {
-    *out0 = out;
     *out1 = mask;
     return DISP_OK;
   }
-  double p1m = 1.0 - p;
-  double *v = disp__conv_load(input);
-  double *m = v ? malloc(sizeof(double) * (size_t)input->numel) : NULL;
-  if (!v || !m) st = disp_set_error(DISP_ERR_NO_MEMORY, "native_dropout: out of memory");
-  if (st == DISP_OK) {
-    if (training) {
-      double scale = p1m == 0.0 ? 0.0 : 1.0 / p1m;
-      disp__rng r = disp__rng_reserve((uint64_t)input->numel);
-      for (int64_t i = 0; i < input->numel; i++) {
-        m[i] = disp__rng_bernoulli(&r, p1m);
-        v[i] = v[i] * m[i] * scale; /* x * mask * scale, nan * 0 stays nan as in PyTorch */
+  if (train.has_value && !train.value) {
+    st = disp_aten_ones_like(input, DISP_DTYPE_BOOL, -1, nodev, nopin, -1, &mask);
+    if (st == DISP_OK) st = disp_aten_clone(input, -1, &out);
+  } else {
+    double p1m = 1.0 - p;
+    if (!(p1m >= 0.0 && p1m <= 1.0)) return FAIL("native_dropout: bernoulli_ expects p to be in [0, 1], but got p=%g", p1m);
+    double scale = p1m == 0.0 ? 0.0 : 1.0 / p1m;
+    st = disp_aten_empty_like(input, DISP_DTYPE_BOOL, -1, nodev, nopin, -1, &mask);
+    if (st == DISP_OK && mask->device.type == DISP_BACKEND_CPU) {
+      double *m = malloc(sizeof(double) * (size_t)mask->numel);
+      if (!m) st = disp_set_error(DISP_ERR_NO_MEMORY, "native_dropout: out of memory");
+      else {
+        disp__rng r = disp__rng_reserve((uint64_t)mask->numel);
+        for (int64_t i = 0; i < mask->numel; i++) m[i] = disp__rng_bernoulli(&r, p1m);
+        disp__conv_store(mask, m);
+        free(m);
       }
-    } else {
-      for (int64_t i = 0; i < input->numel; i++) m[i] = 1.0;
     }
-    disp__conv_store(out, v);
-    disp__conv_store(mask, m);
+    if (st == DISP_OK) st = disp_aten_mul_Tensor(input, mask, &out);
+    if (st == DISP_OK) st = disp__wrap_scalar(disp_scalar_double(scale), disp_device_make(DISP_BACKEND_CPU, -1), &w);
+    if (st == DISP_OK) st = disp_aten_mul__Tensor(out, w, &same);
+    disp_tensor_release(same);
+    disp__unwrap_scalar(w);
   }
-  free(v), free(m);
   if (st != DISP_OK) {
-    disp_tensor_release(out), disp_tensor_release(mask);
+    disp_tensor_release(mask), disp_tensor_release(out);
     return st;
   }
   *out0 = out;
   *out1 = mask;
   return DISP_OK;
+}
+
+/* 1.13 has no Meta native_dropout; issue 4 asks Meta for every CPU op. */
+disp_status disp__meta_native_dropout(disp_tensor *input, double p, disp_opt_bool train, disp_tensor **out0,
+                                      disp_tensor **out1) {
+  return native_dropout_impl(input, p, train, out0, out1);
+}
+
+disp_status disp__cpu_native_dropout(disp_tensor *input, double p, disp_opt_bool train, disp_tensor **out0,
+                                     disp_tensor **out1) {
+  return native_dropout_impl(input, p, train, out0, out1);
 }
 
 /* PyTorch's definition: grad_output * mask * scale (broadcasting and type
@@ -126,13 +99,30 @@ disp_status disp__meta_native_dropout_backward(disp_tensor *grad_output, disp_te
   return dropout_backward_impl(grad_output, mask, scale, out0);
 }
 
+/* 1.13's CPU dropout is _dropout_impl: the input itself when nothing is
+ * dropped, input * zeros({}) of its dtype for p = 1, else input * noise
+ * with noise = empty_like(input), bernoulli_(1 - p), div_(1 - p) (which an
+ * integer or bool input cannot take). */
 disp_status disp__cia_dropout(disp_tensor *input, double p, bool train, disp_tensor **out0) {
   if (!(p >= 0.0 && p <= 1.0)) return FAIL("dropout: dropout probability has to be between 0 and 1, but got %g", p);
   if (p == 0.0 || !train || input->numel == 0) {
     *out0 = disp_tensor_retain(input);
     return DISP_OK;
   }
-  if (p == 1.0) return disp_aten_mul_Scalar(input, disp_scalar_int(0), out0);
+  disp_opt_device dev = {(int32_t)input->device.type, (int32_t)input->device.index, true};
+  disp_opt_bool nopin = {0};
+  disp_tensor *z = NULL;
+  if (p == 1.0) {
+    disp_status st = disp_aten_zeros((disp_int_list){NULL, 0}, input->dtype, -1, dev, nopin, &z);
+    if (st == DISP_OK) st = disp_aten_mul_Tensor(input, z, out0);
+    disp_tensor_release(z);
+    return st;
+  }
+  if (input->dtype == DISP_DTYPE_FLOAT16) /* no float16 bernoulli_ on the CPU in 1.13 */
+    return FAIL("dropout: \"bernoulli_scalar_cpu_\" not implemented for 'Half'");
+  if (!disp_dtype_is_floating(input->dtype))
+    return FAIL("dropout: result type Float can't be cast to the desired output type %s",
+                disp_dtype_torch_name(input->dtype));
   disp_tensor *mask = NULL;
   disp_opt_bool tr = {true, true};
   disp_status st = disp_aten_native_dropout(input, p, tr, out0, &mask);

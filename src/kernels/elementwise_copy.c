@@ -50,11 +50,19 @@ STORE_FNS(f32, float, x, (float)x, (float)x)
 STORE_FNS(f64, double, (double)x, x, (double)x)
 STORE_FNS(f16, uint16_t, disp__float_to_half(x), disp__float_to_half((float)x), disp__float_to_half((float)x))
 STORE_FNS(bf16, uint16_t, disp__float_to_bf16(x), disp__float_to_bf16((float)x), disp__float_to_bf16((float)x))
+/* The narrower types convert through a 32-bit integer, as x86's cvttss2si
+ * does for static_cast<int32_t/int16_t/int8_t/uint8_t>: nan, infinities and
+ * values beyond int32 give INT32_MIN (so 0 once narrowed further). */
+static inline int32_t f2i32(double d) {
+  if (!(d > -2147483649.0 && d < 2147483648.0)) return INT32_MIN;
+  return (int32_t)d;
+}
+
 STORE_FNS(i64, int64_t, f2i(x), f2i(x), x)
-STORE_FNS(i32, int32_t, (int32_t)f2i(x), (int32_t)f2i(x), (int32_t)x)
-STORE_FNS(i16, int16_t, (int16_t)f2i(x), (int16_t)f2i(x), (int16_t)x)
-STORE_FNS(i8, int8_t, (int8_t)f2i(x), (int8_t)f2i(x), (int8_t)x)
-STORE_FNS(u8, uint8_t, (uint8_t)f2i(x), (uint8_t)f2i(x), (uint8_t)x)
+STORE_FNS(i32, int32_t, f2i32(x), f2i32(x), (int32_t)x)
+STORE_FNS(i16, int16_t, (int16_t)f2i32(x), (int16_t)f2i32(x), (int16_t)x)
+STORE_FNS(i8, int8_t, (int8_t)f2i32(x), (int8_t)f2i32(x), (int8_t)x)
+STORE_FNS(u8, uint8_t, (uint8_t)f2i32(x), (uint8_t)f2i32(x), (uint8_t)x)
 STORE_FNS(b, uint8_t, (uint8_t)(x != 0), (uint8_t)(x != 0), (uint8_t)(x != 0))
 
 #define ST(NAME, p, x) _Generic((x), float: st_##NAME##_f, double: st_##NAME##_d, int64_t: st_##NAME##_i)(p, x)
@@ -177,8 +185,7 @@ static int scalar_overflows(disp_scalar s, disp_dtype dt) {
   double d = s.v.d;
   if (floating && isinf(d)) return 0;
   if (isnan(d)) return !floating;
-  if (dt == DISP_DTYPE_UINT8 || dt == DISP_DTYPE_QUINT8)
-    return d > hi || (d < 0 && -d > hi);
+  /* only integers wrap into uint8: a negative float overflows it */
   return d < lo || d > hi;
 }
 
@@ -201,6 +208,10 @@ disp_status disp__ew_scalar_to_elem(disp_scalar s, disp_dtype dt, void *buf) {
 /* ---- geometry --------------------------------------------------------- */
 
 int disp__ew_is_non_overlapping_and_dense(const int64_t *sizes, const int64_t *strides, int ndim) {
+  /* PyTorch's flag: a tensor with no elements counts as contiguous, so
+   * preserve_format keeps its strides whatever they are. */
+  for (int i = 0; i < ndim; i++)
+    if (sizes[i] == 0) return 1;
   if (ndim == 0) return 1;
   if (ndim == 1) return sizes[0] < 2 || strides[0] == 1;
   int perm[DISP_TENSOR_MAX_DIMS];
@@ -267,10 +278,11 @@ int disp__ew_is_contiguous_as(const int64_t *sizes, const int64_t *strides, int 
     order = order5;
   }
   int64_t expected = 1;
-  for (int i = 0; i < ndim; i++) {
-    int d = order ? order[i] : ndim - 1 - i;
-    if (sizes[d] == 0) return 1;
-  }
+  /* Only the plain contiguous test counts a tensor without elements as
+   * contiguous (TensorImpl::compute_contiguous); the channels_last ones do
+   * not. */
+  for (int i = 0; i < ndim && !order; i++)
+    if (sizes[i] == 0) return 1;
   for (int i = 0; i < ndim; i++) {
     int d = order ? order[i] : ndim - 1 - i;
     if (sizes[d] == 1) continue;
@@ -286,20 +298,23 @@ disp_status disp__ew_strides_for_format(const int64_t *sizes, int ndim, int memo
   case DISP_MEMORY_FORMAT_CONTIGUOUS:
     disp__tensor_contiguous_strides(sizes, ndim, out);
     return DISP_OK;
+  /* PyTorch's get_channels_last_strides_2d/3d multiply the raw sizes: a
+   * zero-size dim zeroes the strides outside it (contiguous strides count
+   * it as 1). */
   case DISP_MEMORY_FORMAT_CHANNELS_LAST:
     if (ndim != 4) return disp_set_error(DISP_ERR_INVALID_ARG, "required rank 4 tensor to use channels_last format");
     out[1] = 1;
-    out[3] = sizes[1] > 1 ? sizes[1] : 1;
-    out[2] = out[3] * (sizes[3] > 1 ? sizes[3] : 1);
-    out[0] = out[2] * (sizes[2] > 1 ? sizes[2] : 1);
+    out[3] = sizes[1];
+    out[2] = out[3] * sizes[3];
+    out[0] = out[2] * sizes[2];
     return DISP_OK;
   case DISP_MEMORY_FORMAT_CHANNELS_LAST_3D:
     if (ndim != 5) return disp_set_error(DISP_ERR_INVALID_ARG, "required rank 5 tensor to use channels_last_3d format");
     out[1] = 1;
-    out[4] = sizes[1] > 1 ? sizes[1] : 1;
-    out[3] = out[4] * (sizes[4] > 1 ? sizes[4] : 1);
-    out[2] = out[3] * (sizes[3] > 1 ? sizes[3] : 1);
-    out[0] = out[2] * (sizes[2] > 1 ? sizes[2] : 1);
+    out[4] = sizes[1];
+    out[3] = out[4] * sizes[4];
+    out[2] = out[3] * sizes[3];
+    out[0] = out[2] * sizes[2];
     return DISP_OK;
   case DISP_MEMORY_FORMAT_PRESERVE:
     return disp_set_error(DISP_ERR_INVALID_ARG, "preserve memory format is unsupported by the contiguous operator");

@@ -248,8 +248,70 @@ static uint64_t scalar_u64(disp_scalar s) {
   }
 }
 
+/* ---- bfloat16 ----------------------------------------------------------
+ * Note [bfloat16 gemm]: small bfloat16 products run one of PyTorch 1.13's
+ * four scalar gemm loops (BlasKernel.cpp), picked by addmm_impl_cpu_ from the
+ * operands' strides; the loops differ in rounding. gemm_transa_ sums float
+ * products in float (four interleaved partial sums) and rounds once; the
+ * others (notrans, transb, transab) accumulate in bfloat16 itself, rounding
+ * each product and each partial sum. Products of more than 16*16*16
+ * multiply-adds go to mkldnn, which accumulates in float. */
+
+static int64_t max1(int64_t v) { return v > 1 ? v : 1; }
+
+/* Whether addmm_impl_cpu_ would call gemm with (Transpose, NoTranspose) for
+ * c = a @ b (sizes m x k, k x n; strides in elements). */
+static int pytorch_gemm_is_transa(int64_t m, int64_t n, int64_t k, disp__mat a, disp__mat b, disp__mat c) {
+  int tc = !(c.rs == 1 && (n == 1 || c.cs >= max1(m)));
+  int64_t gm = tc ? n : m, gn = tc ? m : n;
+  int64_t s1[2] = {tc ? b.rs : a.rs, tc ? b.cs : a.cs}, s2[2] = {tc ? a.rs : b.rs, tc ? a.cs : b.cs};
+  int i0 = tc ? 1 : 0, i1 = tc ? 0 : 1;
+  int ta = s1[i0] == 1 && s1[i1] >= max1(gm) ? 0 : s1[i1] == 1 && s1[i0] >= max1(k) ? 1 : !tc;
+  int tb = s2[i0] == 1 && s2[i1] >= max1(k) ? 0 : s2[i1] == 1 && s2[i0] >= max1(gn) ? 1 : !tc;
+  return ta && !tb;
+}
+
+static float bf16_round(float x) { return disp__bf16_to_f32(disp__f32_to_bf16(x)); }
+
+static void gemm_bf16(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a, disp__mat b, float beta,
+                      disp__mat c) {
+#define AT(mat, i, j) disp__bf16_to_f32(*((const uint16_t *)(mat).data + (i) * (mat).rs + (j) * (mat).cs))
+#define CP(i, j) ((uint16_t *)c.data + (i) * c.rs + (j) * c.cs)
+  int float_acc = m * n * k > 16 * 16 * 16 || pytorch_gemm_is_transa(m, n, k, a, b, c);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      float cv = beta == 0.0f ? 0.0f : disp__bf16_to_f32(*CP(i, j));
+      if (float_acc) {
+        float part[4] = {0, 0, 0, 0};
+        int64_t l = 0;
+        for (; l + 4 <= k; l += 4)
+          for (int q = 0; q < 4; q++) part[q] += AT(a, i, l + q) * AT(b, l + q, j);
+        for (; l < k; l++) part[0] += AT(a, i, l) * AT(b, l, j);
+        float dot = part[0] + part[1] + part[2] + part[3];
+        *CP(i, j) = disp__f32_to_bf16(beta == 0.0f ? alpha * dot : beta * cv + alpha * dot);
+        continue;
+      }
+      /* the loops scale gemm's second operand by alpha: self's element when
+       * addmm_impl_cpu_ swapped the operands for a row-major result */
+      int swapped = !(c.rs == 1 && (n == 1 || c.cs >= max1(m)));
+      float acc = bf16_round(cv * beta);
+      for (int64_t l = 0; l < k; l++) {
+        float x = AT(a, i, l), y = AT(b, l, j);
+        float val = bf16_round((swapped ? x : y) * alpha);
+        acc = bf16_round(acc + bf16_round((swapped ? y : x) * val));
+      }
+      *CP(i, j) = disp__f32_to_bf16(acc);
+    }
+#undef AT
+#undef CP
+}
+
 disp_status disp__gemm(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scalar alpha,
                        disp__mat a, disp__mat b, disp_scalar beta, disp__mat c) {
+  if (dt == DISP_DTYPE_BFLOAT16) {
+    gemm_bf16(m, n, k, (float)disp_scalar_to_double(alpha), a, b, (float)disp_scalar_to_double(beta), c);
+    return DISP_OK;
+  }
   if (dt == DISP_DTYPE_FLOAT32)
     return disp__gemm_f32(m, n, k, (float)disp_scalar_to_double(alpha), a, b,
                           (float)disp_scalar_to_double(beta), c);

@@ -11,7 +11,9 @@
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
+#include "dtype_cast.h"
 #include "gemm.h"
+#include "tensor_iter.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
 
@@ -65,10 +67,21 @@ static disp_status mm_geometry(disp_tensor *self, disp_tensor *mat2, int64_t *si
   return DISP_OK;
 }
 
+/* 1.13 takes the result's dtype from one operand and returns before its
+ * dtype dispatch when there is nothing to multiply: an empty result, or
+ * k == 0 (a zero-filled result). Only then do the element types matter. */
+static int gemm_trivial(int64_t numel, int64_t k) { return numel == 0 || k == 0; }
+
+/* Zero-fills a fresh CPU result (all-zero bits are 0 in every dtype). */
+static void zero_fill(disp_tensor *t) {
+  char *p = disp_tensor_data_ptr(t);
+  if (p && t->numel) memset(p, 0, (size_t)t->numel * disp_dtype_itemsize(t->dtype));
+}
+
 disp_status disp__meta_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[2];
   disp_status st = mm_geometry(self, mat2, sz);
-  if (st == DISP_OK) st = check_same_dtype("mm", self->dtype, mat2);
+  if (st == DISP_OK && !gemm_trivial(sz[0] * sz[1], self->sizes[1])) st = check_same_dtype("mm", self->dtype, mat2);
   if (st != DISP_OK) return st;
   return new_like_device(sz, 2, self->dtype, self, out0);
 }
@@ -76,11 +89,17 @@ disp_status disp__meta_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **ou
 disp_status disp__cpu_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[2];
   disp_status st = mm_geometry(self, mat2, sz);
-  if (st == DISP_OK) st = check_gemm_dtype("mm", "addmm_impl_cpu_", self->dtype, 0);
-  if (st == DISP_OK) st = check_same_dtype("mm", self->dtype, mat2);
+  int trivial = st == DISP_OK && gemm_trivial(sz[0] * sz[1], self->sizes[1]);
+  if (st == DISP_OK && !trivial) st = check_gemm_dtype("mm", "addmm_impl_cpu_", self->dtype, 0);
+  if (st == DISP_OK && !trivial) st = check_same_dtype("mm", self->dtype, mat2);
   if (st != DISP_OK) return st;
   disp_tensor *out;
   if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
+  if (trivial) {
+    zero_fill(out);
+    *out0 = out;
+    return DISP_OK;
+  }
   st = disp__gemm(self->dtype, sz[0], sz[1], self->sizes[1], disp_scalar_int(1),
                   mat_of(self, 0, 1, 0), mat_of(mat2, 0, 1, 0), disp_scalar_int(0),
                   mat_of(out, 0, 1, 0));
@@ -116,48 +135,86 @@ static disp_status check_expand(const char *op, const disp_tensor *self, const i
   return DISP_OK;
 }
 
+/* 1.13's addmm meta function checks the dtypes first, then the shapes. */
 static disp_status addmm_geometry(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
                                   int64_t *sizes) {
+  if (self->dtype != mat2->dtype) return FAIL("addmm: self and mat2 must have the same dtype");
+  if (mat1->dtype != mat2->dtype) return FAIL("addmm: mat1 and mat2 must have the same dtype");
   if (mat1->ndim != 2) return FAIL("addmm: mat1 must be a matrix, got %d-D tensor", mat1->ndim);
   if (mat2->ndim != 2) return FAIL("addmm: mat2 must be a matrix, got %d-D tensor", mat2->ndim);
   if (mat1->sizes[1] != mat2->sizes[0]) return shapes_mismatch("addmm", mat1, mat2);
   sizes[0] = mat1->sizes[0];
   sizes[1] = mat2->sizes[1];
-  disp_status st = check_expand("addmm", self, sizes);
-  if (st == DISP_OK) st = check_same_dtype("addmm", self->dtype, mat1);
-  if (st == DISP_OK) st = check_same_dtype("addmm", self->dtype, mat2);
-  return st;
+  return check_expand("addmm", self, sizes);
 }
 
 disp_status disp__meta_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
                              disp_scalar beta, disp_scalar alpha, disp_tensor **out0) {
-  (void)beta, (void)alpha;
+  (void)alpha;
   int64_t sz[2];
   disp_status st = addmm_geometry(self, mat1, mat2, sz);
   if (st != DISP_OK) return st;
-  return new_like_device(sz, 2, self->dtype, self, out0);
+  disp_tensor *out, *w = NULL, *same = NULL;
+  if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
+  /* k == 0 scales by beta with mul_, whose dtype check Meta shares */
+  if (mat1->sizes[1] == 0 && out->numel > 0 && disp_scalar_to_double(beta) != 0.0) {
+    st = disp__wrap_scalar(beta, out->device, &w);
+    if (st == DISP_OK) st = disp_aten_mul__Tensor(out, w, &same);
+    disp_tensor_release(same);
+    disp__unwrap_scalar(w);
+    if (st != DISP_OK) {
+      disp_tensor_release(out);
+      return st;
+    }
+  }
+  *out0 = out;
+  return DISP_OK;
+}
+
+/* out = self broadcast to out's (m, n) (out contiguous). */
+static void copy_broadcast_self(disp_tensor *out, const disp_tensor *self, const int64_t *sz) {
+  size_t isz = disp_dtype_itemsize(self->dtype);
+  int64_t s0 = self->ndim == 2 && self->sizes[0] != 1 ? self->strides[0] : 0;
+  int64_t s1 = self->ndim >= 1 && self->sizes[self->ndim - 1] != 1 ? self->strides[self->ndim - 1] : 0;
+  const char *src = disp_tensor_data_ptr((disp_tensor *)self);
+  char *dst = disp_tensor_data_ptr(out);
+  for (int64_t i = 0; i < sz[0]; i++)
+    for (int64_t j = 0; j < sz[1]; j++)
+      memcpy(dst + (size_t)(i * sz[1] + j) * isz, src + (i * s0 + j * s1) * (int64_t)isz, isz);
 }
 
 disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
                             disp_scalar beta, disp_scalar alpha, disp_tensor **out0) {
   int64_t sz[2];
   disp_status st = addmm_geometry(self, mat1, mat2, sz);
-  if (st == DISP_OK) st = check_gemm_dtype("addmm", "addmm_impl_cpu_", self->dtype, 0);
   if (st != DISP_OK) return st;
+  int trivial = gemm_trivial(sz[0] * sz[1], mat1->sizes[1]);
+  if (!trivial && (st = check_gemm_dtype("addmm", "addmm_impl_cpu_", self->dtype, 0)) != DISP_OK) return st;
   disp_tensor *out;
   if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
   int beta_zero = disp_scalar_to_double(beta) == 0.0;
-  if (!beta_zero) {
-    /* out = self broadcast to (m, n); the gemm then scales it by beta. */
-    size_t isz = disp_dtype_itemsize(self->dtype);
-    int64_t s0 = self->ndim == 2 && self->sizes[0] != 1 ? self->strides[0] : 0;
-    int64_t s1 = self->ndim >= 1 && self->sizes[self->ndim - 1] != 1 ? self->strides[self->ndim - 1] : 0;
-    const char *src = disp_tensor_data_ptr(self);
-    char *dst = disp_tensor_data_ptr(out);
-    for (int64_t i = 0; i < sz[0]; i++)
-      for (int64_t j = 0; j < sz[1]; j++)
-        memcpy(dst + (size_t)(i * sz[1] + j) * isz, src + (i * s0 + j * s1) * (int64_t)isz, isz);
+  if (trivial) {
+    /* k == 0: beta * self, scaled by an in-place mul_ (whose promotion
+     * rules apply: a float beta on an integer self is an error). */
+    if (beta_zero || out->numel == 0) {
+      zero_fill(out);
+    } else {
+      disp_tensor *w = NULL, *same = NULL;
+      copy_broadcast_self(out, self, sz);
+      st = disp__wrap_scalar(beta, out->device, &w);
+      if (st == DISP_OK) st = disp_aten_mul__Tensor(out, w, &same);
+      disp_tensor_release(same);
+      disp__unwrap_scalar(w);
+      if (st != DISP_OK) {
+        disp_tensor_release(out);
+        return st;
+      }
+    }
+    *out0 = out;
+    return DISP_OK;
   }
+  /* out = self broadcast to (m, n); the gemm then scales it by beta. */
+  if (!beta_zero) copy_broadcast_self(out, self, sz);
   st = disp__gemm(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, mat_of(mat1, 0, 1, 0),
                   mat_of(mat2, 0, 1, 0), beta_zero ? disp_scalar_int(0) : beta, mat_of(out, 0, 1, 0));
   if (st != DISP_OK) {
@@ -181,24 +238,93 @@ static disp_status bmm_geometry(disp_tensor *self, disp_tensor *mat2, int64_t *s
   sizes[0] = b;
   sizes[1] = self->sizes[1];
   sizes[2] = mat2->sizes[2];
-  return check_same_dtype("bmm", self->dtype, mat2);
+  return DISP_OK;
+}
+
+/* 1.13's bmm: products of fewer than 400 multiply-adds per matrix run its
+ * own loop, in the element type itself; larger ones an addmm per batch. */
+static int bmm_small(const disp_tensor *self, const int64_t *sz) { return self->sizes[2] * sz[1] * sz[2] < 400; }
+
+/* The errors of a non-trivial bmm, as 1.13's CPU kernel raises them (the
+ * result has batch2's dtype; the small loop dispatches on batch1's). */
+static disp_status bmm_check_dtypes(disp_tensor *self, disp_tensor *mat2, const int64_t *sz) {
+  if (bmm_small(self, sz)) {
+    disp_dtype dt = self->dtype;
+    if (dt == DISP_DTYPE_FLOAT16 || dt == DISP_DTYPE_BOOL || dt == DISP_DTYPE_QUINT8)
+      return FAIL("bmm: \"bmm\" not implemented for '%s'", tname(dt));
+    return check_same_dtype("bmm", self->dtype, mat2);
+  }
+  if (self->dtype != mat2->dtype) return FAIL("bmm: mat1 and mat2 must have the same dtype");
+  return check_gemm_dtype("bmm", "addmm_impl_cpu_", self->dtype, 0);
 }
 
 disp_status disp__meta_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[3];
   disp_status st = bmm_geometry(self, mat2, sz);
+  if (st == DISP_OK && !gemm_trivial(sz[0] * sz[1] * sz[2], self->sizes[2])) st = bmm_check_dtypes(self, mat2, sz);
   if (st != DISP_OK) return st;
-  return new_like_device(sz, 3, self->dtype, self, out0);
+  return new_like_device(sz, 3, mat2->dtype, self, out0);
+}
+
+/* One element of the small loop: the sum of products, each product and
+ * each partial sum rounded to the element type as its C++ arithmetic does
+ * (float16/bfloat16 through float, integers wrapping). */
+static void bmm_small_elem(disp_dtype dt, const char *a, int64_t as, const char *b, int64_t bs, int64_t k,
+                           char *out) {
+  size_t isz = disp_dtype_itemsize(dt);
+  if (!disp_dtype_is_floating(dt)) {
+    int64_t acc = 0;
+    for (int64_t i = 0; i < k; i++) {
+      acc += disp__load_int64(a + i * as * (int64_t)isz, dt) * disp__load_int64(b + i * bs * (int64_t)isz, dt);
+      disp__store_int64(out, dt, acc); /* the accumulator is the element itself */
+      acc = disp__load_int64(out, dt);
+    }
+    disp__store_int64(out, dt, acc);
+    return;
+  }
+  double acc = 0;
+  for (int64_t i = 0; i < k; i++) {
+    double x = disp__load_double(a + i * as * (int64_t)isz, dt), y = disp__load_double(b + i * bs * (int64_t)isz, dt);
+    double p = dt == DISP_DTYPE_FLOAT64 ? x * y : (double)((float)x * (float)y);
+    if (dt != DISP_DTYPE_FLOAT64) { /* round the product, then the sum, to the element type */
+      disp__store_double(out, dt, p);
+      p = disp__load_double(out, dt);
+      acc = (double)((float)acc + (float)p);
+    } else {
+      acc += p;
+    }
+    disp__store_double(out, dt, acc);
+    acc = disp__load_double(out, dt);
+  }
+  disp__store_double(out, dt, acc);
 }
 
 disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[3];
   disp_status st = bmm_geometry(self, mat2, sz);
-  /* 1.13's bmm takes float16 too (its small-matrix loop dispatches over it). */
-  if (st == DISP_OK) st = check_gemm_dtype("bmm", "bmm", self->dtype, 1);
   if (st != DISP_OK) return st;
+  int trivial = gemm_trivial(sz[0] * sz[1] * sz[2], self->sizes[2]);
+  if (!trivial && (st = bmm_check_dtypes(self, mat2, sz)) != DISP_OK) return st;
   disp_tensor *out;
-  if ((st = new_like_device(sz, 3, self->dtype, self, &out)) != DISP_OK) return st;
+  if ((st = new_like_device(sz, 3, mat2->dtype, self, &out)) != DISP_OK) return st;
+  if (trivial) {
+    zero_fill(out);
+    *out0 = out;
+    return DISP_OK;
+  }
+  if (bmm_small(self, sz)) {
+    size_t isz = disp_dtype_itemsize(self->dtype);
+    const char *a = disp_tensor_data_ptr(self), *b = disp_tensor_data_ptr(mat2);
+    char *o = disp_tensor_data_ptr(out);
+    for (int64_t n = 0; n < sz[0]; n++)
+      for (int64_t i = 0; i < sz[1]; i++)
+        for (int64_t j = 0; j < sz[2]; j++)
+          bmm_small_elem(self->dtype, a + (n * self->strides[0] + i * self->strides[1]) * (int64_t)isz,
+                         self->strides[2], b + (n * mat2->strides[0] + j * mat2->strides[2]) * (int64_t)isz,
+                         mat2->strides[1], self->sizes[2], o + (size_t)((n * sz[1] + i) * sz[2] + j) * isz);
+    *out0 = out;
+    return DISP_OK;
+  }
   for (int64_t b = 0; b < sz[0] && st == DISP_OK; b++)
     st = disp__gemm(self->dtype, sz[1], sz[2], self->sizes[2], disp_scalar_int(1),
                     mat_of(self, 1, 2, b), mat_of(mat2, 1, 2, b), disp_scalar_int(0),
@@ -375,6 +501,20 @@ disp_status disp__cia_linear(disp_tensor *input, disp_tensor *weight, disp_tenso
   if (input->ndim == 2 && bias) {
     st = disp_aten_addmm(bias, input, wt, disp_scalar_int(1), disp_scalar_int(1), out0);
     disp_tensor_release(wt);
+    return st;
+  }
+  if (input->ndim == 3 && bias && input->is_contiguous) {
+    /* 1.13's _flatten_3d_linear: one addmm over (N*M, K), viewed back */
+    int64_t flat[2] = {input->sizes[0] * input->sizes[1], input->sizes[2]};
+    disp_tensor *x = NULL;
+    st = disp_aten_view(input, ilist(flat, 2), &x);
+    if (st == DISP_OK) st = disp_aten_addmm(bias, x, wt, disp_scalar_int(1), disp_scalar_int(1), &r);
+    disp_tensor_release(x);
+    disp_tensor_release(wt);
+    if (st != DISP_OK) return st;
+    int64_t osz[3] = {input->sizes[0], input->sizes[1], r->sizes[1]};
+    st = disp_aten_view(r, ilist(osz, 3), out0);
+    disp_tensor_release(r);
     return st;
   }
   st = disp_aten_matmul(input, wt, &r);

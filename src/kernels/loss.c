@@ -17,9 +17,15 @@ enum { RED_NONE, RED_MEAN, RED_SUM };
 
 /* ---- mse_loss ----------------------------------------------------------------- */
 
+/* float16 arithmetic rounds every operation's result to float16. */
+static inline float r16(float x) { return disp__half_to_float(disp__float_to_half(x)); }
+
+/* 1.13's mse_cpu covers float32, float64 and float16 (not bfloat16). */
 DISP_DEF_LOOP2(mse_f32, f32, f32, (a - b) * (a - b))
 DISP_DEF_LOOP2(mse_f64, f64, f64, (a - b) * (a - b))
-DISP_LOOP_TABLE(mse_loops, [DISP_DTYPE_FLOAT32] = mse_f32, [DISP_DTYPE_FLOAT64] = mse_f64);
+DISP_DEF_LOOP2(mse_f16, f16, f16, r16(a - b) * r16(a - b))
+DISP_LOOP_TABLE(mse_loops, [DISP_DTYPE_FLOAT32] = mse_f32, [DISP_DTYPE_FLOAT64] = mse_f64,
+                [DISP_DTYPE_FLOAT16] = mse_f16);
 
 /* operands: out, self, target, grad_output; k0 the norm */
 #define MSE_BWD(name, T)                                                                          \
@@ -33,7 +39,25 @@ DISP_LOOP_TABLE(mse_loops, [DISP_DTYPE_FLOAT32] = mse_f32, [DISP_DTYPE_FLOAT64] 
   }
 MSE_BWD(mse_bwd_f32, float)
 MSE_BWD(mse_bwd_f64, double)
-DISP_LOOP_TABLE(mse_bwd_loops, [DISP_DTYPE_FLOAT32] = mse_bwd_f32, [DISP_DTYPE_FLOAT64] = mse_bwd_f64);
+/* Integers too (1.13's mse_backward_cpu_out covers every integer type): the
+ * norm is converted to the element type first, as the C++ kernel does. */
+#define MSE_BWD_INT(name, T)                                                                      \
+  static void name(char **d, const int64_t *s, int64_t n, const void *ctx) {                     \
+    T norm = (T)((const disp_titer_consts *)ctx)->i[0];                                           \
+    for (int64_t i = 0; i < n; i++) {                                                             \
+      T x = *(const T *)(d[1] + i * s[1]), y = *(const T *)(d[2] + i * s[2]);                     \
+      T g = *(const T *)(d[3] + i * s[3]);                                                        \
+      *(T *)(d[0] + i * s[0]) = (T)((uint64_t)norm * (uint64_t)(x - y) * (uint64_t)g);             \
+    }                                                                                             \
+  }
+MSE_BWD_INT(mse_bwd_i64, int64_t)
+MSE_BWD_INT(mse_bwd_i32, int32_t)
+MSE_BWD_INT(mse_bwd_i16, int16_t)
+MSE_BWD_INT(mse_bwd_i8, int8_t)
+MSE_BWD_INT(mse_bwd_u8, uint8_t)
+DISP_LOOP_TABLE(mse_bwd_loops, [DISP_DTYPE_FLOAT32] = mse_bwd_f32, [DISP_DTYPE_FLOAT64] = mse_bwd_f64,
+                [DISP_DTYPE_INT64] = mse_bwd_i64, [DISP_DTYPE_INT32] = mse_bwd_i32,
+                [DISP_DTYPE_INT16] = mse_bwd_i16, [DISP_DTYPE_INT8] = mse_bwd_i8, [DISP_DTYPE_UINT8] = mse_bwd_u8);
 
 static disp_status reduce_loss(disp_tensor *loss, int64_t reduction, disp_tensor **out0) {
   if (reduction == RED_NONE) {
@@ -66,14 +90,17 @@ disp_status disp__meta_mse_loss(disp_tensor *self, disp_tensor *target, int64_t 
 /* On Meta the same geometry is built and disp__pointwise computes nothing. */
 static disp_status mse_backward_impl(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
                                      int64_t reduction, disp_tensor **out0) {
-  disp__result_state s;
-  disp__result_state_init(&s);
-  disp__result_state_tensor(&s, self);
-  disp__result_state_tensor(&s, target);
-  disp__result_state_tensor(&s, grad_output);
-  disp_dtype common = (disp_dtype)disp__result_state_get(&s);
+  /* 1.13 runs a TensorIterator that insists on one dtype (self's, that of
+   * its zeros_like(self) output): no promotion. */
+  disp_tensor *operands[2] = {target, grad_output};
+  for (int k = 0; k < 2; k++)
+    if (operands[k]->dtype != self->dtype)
+      return disp_set_error(DISP_ERR_TYPE, "Found dtype %s but expected %s", disp_dtype_torch_name(operands[k]->dtype),
+                            disp_dtype_torch_name(self->dtype));
+  disp_dtype common = self->dtype;
   disp_titer_consts c;
   c.d[0] = reduction == RED_MEAN ? 2.0 / (double)self->numel : 2.0;
+  c.i[0] = (int64_t)c.d[0];
   disp_tensor *ins[3] = {self, target, grad_output}, *out;
   /* PyTorch writes into a contiguous zeros_like(self) */
   int64_t shape[DISP_TITER_MAX_DIMS];
@@ -109,6 +136,13 @@ static void format_sizes(char *buf, size_t n, const disp_tensor *t) {
   if (k < n) snprintf(buf + k, n - k, "]");
 }
 
+/* PyTorch's data_ptr<scalar_t>() check: t must have self's dtype. */
+static disp_status same_elem_type(const disp_tensor *self, const disp_tensor *t) {
+  if (t->dtype == self->dtype) return DISP_OK;
+  return disp_set_error(DISP_ERR_TYPE, "expected scalar type %s but found %s", disp_dtype_torch_name(self->dtype),
+                        disp_dtype_torch_name(t->dtype));
+}
+
 /* The checks both nll kernels share; *batch is N (1 without a batch dim). */
 static disp_status nll_check(const char *op, const disp_tensor *self, const disp_tensor *target,
                              const disp_tensor *weight, int64_t reduction, int64_t *batch, int64_t *classes) {
@@ -138,6 +172,12 @@ static disp_status nll_check(const char *op, const disp_tensor *self, const disp
   if (self->dtype != DISP_DTYPE_FLOAT32 && self->dtype != DISP_DTYPE_FLOAT64 && self->dtype != DISP_DTYPE_BFLOAT16)
     return disp_set_error(DISP_ERR_TYPE, "\"nll_loss_out_frame\" not implemented for '%s'",
                           disp_dtype_torch_name(self->dtype));
+  /* the kernels read weight (and the backward's total_weight and
+   * grad_output) as self's element type */
+  if (weight) {
+    disp_status st = same_elem_type(self, weight);
+    if (st != DISP_OK) return st;
+  }
   if (reduction < 0 || reduction > 2)
     return disp_set_error(DISP_ERR_INVALID_ARG, "%lld is not a valid value for reduction",
                           (long long)reduction);
@@ -231,6 +271,8 @@ static disp_status nll_bwd(disp_tensor *grad_output, disp_tensor *self, disp_ten
                           grad_output->ndim, (long long)(grad_output->ndim ? grad_output->sizes[0] : 1));
   if (!per_sample && grad_output->numel != 1)
     return disp_set_error(DISP_ERR_INVALID_ARG, "Expected a single element grad_output tensor, but got: %lld", (long long)grad_output->numel);
+  if (!per_sample && (st = same_elem_type(self, total_weight)) != DISP_OK) return st;
+  if ((st = same_elem_type(self, grad_output)) != DISP_OK) return st;
   disp_tensor *out;
   if ((st = disp_tensor_empty(self->sizes, self->ndim, self->dtype, self->device, &out)) != DISP_OK) return st;
   if (self->device.type != DISP_BACKEND_CPU) {

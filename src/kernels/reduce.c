@@ -109,11 +109,22 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
     *out0 = out;
     return DISP_OK;
   }
+  /* With dtype= 1.13 converts every element to it first (self.to(dtype)),
+   * then reduces: sum(x, dtype=int8) truncates each float. */
+  disp_tensor *conv = NULL;
+  if (dtype >= 0 && out_dt != self->dtype) {
+    if ((st = disp__titer_contiguous_as(self, out_dt, &conv)) != DISP_OK) {
+      disp_tensor_release(out);
+      return st;
+    }
+    self = conv;
+  }
   /* the accumulator has the result's kept dims (no keepdim ones) */
   disp__reduce_shape(op, self, dims, ndims, false, &mask, nshape, &nnd);
   int fl = disp_dtype_is_floating(out_dt) || disp_dtype_is_floating(self->dtype);
   disp_tensor *acc;
   if ((st = new_acc(nshape, nnd, fl ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_INT64, &acc)) != DISP_OK) {
+    disp_tensor_release(conv);
     disp_tensor_release(out);
     return st;
   }
@@ -139,6 +150,7 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
     disp_tensor_release(ov);
   }
   disp_tensor_release(acc);
+  disp_tensor_release(conv);
   if (st != DISP_OK) {
     disp_tensor_release(out);
     return st;

@@ -8,6 +8,8 @@
  * in PyTorch.
  */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
@@ -32,10 +34,10 @@ static char *data_of(const disp_tensor *t) {
   return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
 }
 
-/* PyTorch computes bfloat16 softmaxes with bfloat16 vectors: every
- * intermediate (each exp, the row's float sum, the log) is rounded to
- * bfloat16.
- * Reproduce that; other dtypes keep double intermediates. */
+/* PyTorch computes last-dim bfloat16 softmaxes with bfloat16 vectors
+ * whose maps and reductions run in float, rounding what they store to
+ * bfloat16 (see softmax_fwd). Reproduce that; other dtypes keep double
+ * intermediates. */
 static inline double rnd(disp_dtype dt, double v) {
   return dt == DISP_DTYPE_BFLOAT16 ? disp__bf16_to_float(disp__double_to_bf16(v)) : v;
 }
@@ -51,18 +53,21 @@ static disp_status softmax_fwd(const char *op, int is_log, disp_tensor *self, in
   if (st != DISP_OK) return st;
   if (half_to_float)
     return disp_set_error(DISP_ERR_INVALID_ARG, "softmax with half to float conversion is not supported on CPU");
+  disp_tensor *out, *x = NULL;
+  if ((st = disp_tensor_empty(self->sizes, self->ndim, self->dtype, self->device, &out)) != DISP_OK) return st;
+  /* 1.13 returns before choosing a dtype kernel when there is nothing to
+   * compute: a zero-size integer softmax succeeds. */
+  if (self->device.type != DISP_BACKEND_CPU || self->numel == 0) {
+    *out0 = out;
+    return DISP_OK;
+  }
   if (!supported(self->dtype)) {
     int last = self->ndim == 0 || d == self->ndim - 1;
+    disp_tensor_release(out);
     return disp_set_error(DISP_ERR_TYPE, "\"%s\" not implemented for '%s'",
                           last ? (is_log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl")
                                : "softmax_kernel_impl",
                           disp_dtype_torch_name(self->dtype));
-  }
-  disp_tensor *out, *x = NULL;
-  if ((st = disp_tensor_empty(self->sizes, self->ndim, self->dtype, self->device, &out)) != DISP_OK) return st;
-  if (self->device.type != DISP_BACKEND_CPU || self->numel == 0) {
-    *out0 = out;
-    return DISP_OK;
   }
   if ((st = disp__titer_contiguous_as(self, self->dtype, &x)) != DISP_OK) {
     disp_tensor_release(out);
@@ -70,6 +75,9 @@ static disp_status softmax_fwd(const char *op, int is_log, disp_tensor *self, in
   }
   rows r = rows_of(self, d);
   disp_dtype dt = self->dtype;
+  /* the bfloat16 roundings are those of the last-dim kernel; along another
+   * dim 1.13 computes in float and rounds once */
+  disp_dtype rdt = self->ndim == 0 || d == self->ndim - 1 ? dt : DISP_DTYPE_FLOAT32;
   size_t isz = disp_dtype_itemsize(dt);
   const char *in = data_of(x);
   char *o = data_of(out);
@@ -81,15 +89,21 @@ static disp_status softmax_fwd(const char *op, int is_log, disp_tensor *self, in
         double v = disp__load_double(in + (size_t)(base + j * r.inner) * isz, dt);
         if (v > mx || isnan(v)) mx = v;
       }
+      /* log_softmax sums the exps in float (bfloat16: its float map-reduce)
+       * and rounds the sum and its log; softmax stores each exp, sums the
+       * stored values, and multiplies by the rounded reciprocal */
       double sum = 0;
-      for (int64_t j = 0; j < r.len; j++)
-        sum += rnd(dt, exp(disp__load_double(in + (size_t)(base + j * r.inner) * isz, dt) - mx));
-      sum = rnd(dt, sum);
-      double lse = rnd(dt, log(sum));
+      for (int64_t j = 0; j < r.len; j++) {
+        double e = exp(disp__load_double(in + (size_t)(base + j * r.inner) * isz, dt) - mx);
+        sum += is_log ? e : rnd(rdt, e);
+      }
+      sum = rnd(rdt, sum);
+      double lse = rnd(rdt, log(sum)), inv = rnd(rdt, 1.0 / sum);
       for (int64_t j = 0; j < r.len; j++) {
         size_t off = (size_t)(base + j * r.inner) * isz;
         double v = disp__load_double(in + off, dt) - mx;
-        disp__store_double(o + off, dt, is_log ? v - lse : rnd(dt, exp(v)) / sum);
+        double sm = rdt == DISP_DTYPE_BFLOAT16 ? rnd(rdt, exp(v)) * inv : exp(v) / sum;
+        disp__store_double(o + off, dt, is_log ? v - lse : sm);
       }
     }
   disp_tensor_release(x);
@@ -131,28 +145,82 @@ disp_status disp__cia_log_softmax_int(disp_tensor *self, int64_t dim, int32_t dt
   return softmax_int(1, self, dim, dtype, out0);
 }
 
+static void format_sizes(char *buf, size_t n, const disp_tensor *t) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < t->ndim && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+/* 1.13's _softmax_backward_data CPU kernel passes `output` itself, not its
+ * contiguous copy, to the row loops: a non-contiguous output is read as
+ * numel contiguous elements from its data pointer. Reproduce that when those
+ * elements lie inside its storage (else read it properly: 1.13 would read
+ * past the storage). New reference in *out. */
+static disp_status softmax_bwd_output(disp_tensor *output, disp_tensor **out) {
+  size_t nelem = output->storage->nbytes / disp_dtype_itemsize(output->dtype);
+  if (output->storage->data && (size_t)(output->storage_offset + output->numel) <= nelem) {
+    int64_t strides[DISP_TENSOR_MAX_DIMS];
+    disp__tensor_contiguous_strides(output->sizes, output->ndim, strides);
+    return disp_tensor_new_with_storage(output->storage, output->storage_offset, output->sizes, strides,
+                                        output->ndim, output->dtype, disp_keyset_empty(), out);
+  }
+  return disp__titer_contiguous_as(output, output->dtype, out);
+}
+
 /* softmax:     grad_in = y * (g - sum(g * y))
  * log_softmax: grad_in = g - exp(y) * sum(g) */
 static disp_status softmax_bwd(const char *op, int is_log, disp_tensor *grad, disp_tensor *output, int64_t dim,
                                int32_t input_dtype, disp_tensor **out0) {
   int d = 0;
-  disp_status st = disp__titer_wrap_dim(op, dim, output->ndim, &d);
+  /* _softmax_backward_data checks the sizes; 1.13's _log_softmax one does
+   * not: it reads contiguous(output) with grad_output's geometry, and past
+   * its end when output is smaller, which libdispatch refuses. */
+  if (grad->ndim != output->ndim || memcmp(grad->sizes, output->sizes, sizeof(int64_t) * (size_t)grad->ndim)) {
+    char gs[128], os[128];
+    format_sizes(gs, sizeof gs, grad);
+    format_sizes(os, sizeof os, output);
+    if (!is_log)
+      return disp_set_error(DISP_ERR_INVALID_ARG, "Expected tensor for argument #1 'grad' to have same size as tensor "
+                            "for argument #2 'output'; but %s does not equal %s (while checking arguments for "
+                            "softmax_backward)", gs, os);
+    if (output->numel < grad->numel)
+      return disp_set_error(DISP_ERR_INVALID_ARG, "output %s has fewer elements than grad_output %s", os, gs);
+  }
+  disp_status st = disp__titer_wrap_dim(op, dim, grad->ndim, &d);
   if (st != DISP_OK) return st;
-  (void)input_dtype; /* only matters for half_to_float, which the CPU lacks */
-  if (grad->ndim != output->ndim || memcmp(grad->sizes, output->sizes, sizeof(int64_t) * (size_t)grad->ndim))
-    return disp_set_error(DISP_ERR_INVALID_ARG, "grad_output and output must have the same shape");
-  if (!supported(grad->dtype))
-    return disp_set_error(DISP_ERR_TYPE, "\"%s\" not implemented for '%s'",
-                          is_log ? "log_softmax_backward_lastdim_kernel_impl" : "softmax_backward_lastdim_kernel_impl",
-                          disp_dtype_torch_name(grad->dtype));
+  /* half_to_float: a float32 grad of a float16 input gives a float16 result
+   * (the CUDA rule; the CPU kernel then fails on the dtype mismatch). */
+  disp_dtype out_dt = grad->dtype == DISP_DTYPE_FLOAT32 && input_dtype == DISP_DTYPE_FLOAT16 ? DISP_DTYPE_FLOAT16
+                                                                                              : grad->dtype;
   disp_tensor *out, *g = NULL, *y = NULL;
-  if ((st = disp_tensor_empty(grad->sizes, grad->ndim, grad->dtype, grad->device, &out)) != DISP_OK) return st;
-  if (grad->device.type != DISP_BACKEND_CPU || grad->numel == 0) {
+  if ((st = disp_tensor_empty(grad->sizes, grad->ndim, out_dt, grad->device, &out)) != DISP_OK) return st;
+  if (output->numel == 0) {
+    *out0 = out;
+    return DISP_OK;
+  }
+  int last = grad->ndim == 0 || d == grad->ndim - 1, cpu = grad->device.type == DISP_BACKEND_CPU;
+  if (cpu && !supported(grad->dtype)) {
+    disp_tensor_release(out);
+    return disp_set_error(DISP_ERR_TYPE, "\"%s\" not implemented for '%s'",
+                          last ? (is_log ? "log_softmax_backward_lastdim_kernel_impl"
+                                         : "softmax_backward_lastdim_kernel_impl")
+                               : (is_log ? "log_softmax_backward" : "softmax_backward"),
+                          disp_dtype_torch_name(grad->dtype));
+  }
+  /* The kernels read every tensor as grad's element type (Meta agrees). */
+  disp_dtype wrong = out_dt != grad->dtype ? out_dt : output->dtype != grad->dtype ? output->dtype : grad->dtype;
+  if (wrong != grad->dtype) {
+    disp_tensor_release(out);
+    return disp_set_error(DISP_ERR_TYPE, "expected scalar type %s but found %s", disp_dtype_torch_name(grad->dtype),
+                          disp_dtype_torch_name(wrong));
+  }
+  if (!cpu) {
     *out0 = out;
     return DISP_OK;
   }
   st = disp__titer_contiguous_as(grad, grad->dtype, &g);
-  if (st == DISP_OK) st = disp__titer_contiguous_as(output, output->dtype, &y);
+  if (st == DISP_OK) st = is_log ? disp__titer_contiguous_as(output, output->dtype, &y) : softmax_bwd_output(output, &y);
   if (st == DISP_OK) {
     rows r = rows_of(grad, d);
     disp_dtype gd = grad->dtype, yd = output->dtype;
@@ -162,17 +230,19 @@ static disp_status softmax_bwd(const char *op, int is_log, disp_tensor *grad, di
     for (int64_t a = 0; a < r.outer; a++)
       for (int64_t b = 0; b < r.inner; b++) {
         int64_t base = a * r.len * r.inner + b;
+        /* bfloat16: the vector kernels map and reduce in float and round
+         * what they store, the row's sum and the result */
         double acc = 0;
         for (int64_t j = 0; j < r.len; j++) {
           size_t k = (size_t)(base + j * r.inner);
           double gv = disp__load_double(gp + k * gs, gd);
-          acc += is_log ? gv : rnd(gd, gv * disp__load_double(yp + k * ys, yd));
+          acc += is_log ? gv : gv * disp__load_double(yp + k * ys, yd);
         }
         acc = rnd(gd, acc);
         for (int64_t j = 0; j < r.len; j++) {
           size_t k = (size_t)(base + j * r.inner);
           double gv = disp__load_double(gp + k * gs, gd), yv = disp__load_double(yp + k * ys, yd);
-          disp__store_double(o + k * gs, gd, is_log ? gv - rnd(gd, exp(yv) * acc) : yv * rnd(gd, gv - acc));
+          disp__store_double(o + k * gs, gd, is_log ? gv - exp(yv) * acc : yv * (gv - acc));
         }
       }
   }

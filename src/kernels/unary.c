@@ -43,9 +43,28 @@ static inline int64_t ipow(int64_t base, int64_t e) {
   return (int64_t)r;
 }
 
-DISP_DEFS1(FLOAT, pow, pow((double)a, c_->d[0]))
+/* 1.13's pow kernel specializes some exponents for float, double and
+ * bfloat16: 0.5 is sqrt, -0.5 rsqrt, -1 a reciprocal, 2, 3 and -2 products
+ * in the element type (R rounds a product to it); others, and every
+ * float16 exponent, go through std::pow. The difference shows at the edges:
+ * pow(-inf, 0.5) is inf, sqrt(-inf) nan. */
+static inline float rbf16(float x) { return disp__bf16_to_float(disp__float_to_bf16(x)); }
+#define R_SAME(x) (x)
+#define POW_SPECIAL(a, e, R)                                                                      \
+  ((e) == 0.5 ? sqrt((double)(a))                                                                 \
+   : (e) == -0.5 ? 1.0 / sqrt((double)(a))                                                        \
+   : (e) == -1.0 ? 1.0 / (double)(a)                                                              \
+   : (e) == 2.0 ? (double)R((a) * (a))                                                            \
+   : (e) == 3.0 ? (double)R(R((a) * (a)) * (a))                                                   \
+   : (e) == -2.0 ? 1.0 / (double)R((a) * (a))                                                     \
+                 : pow((double)(a), (e)))
+DISP_DEF_LOOP1(pow_f32, f32, f32, POW_SPECIAL(a, c_->d[0], R_SAME))
+DISP_DEF_LOOP1(pow_f64, f64, f64, POW_SPECIAL(a, c_->d[0], R_SAME))
+DISP_DEF_LOOP1(pow_bf16, bf16, bf16, POW_SPECIAL(a, c_->d[0], rbf16))
+DISP_DEF_LOOP1(pow_f16, f16, f16, pow((double)a, c_->d[0]))
 DISP_DEFS1(INT, pow, ipow(a, c_->i[0]))
-DISP_LOOP_TABLE(pow_loops, DISP_ENTRIES(FLOAT, pow) DISP_ENTRIES(INT, pow));
+DISP_LOOP_TABLE(pow_loops, [DISP_DTYPE_FLOAT32] = pow_f32, [DISP_DTYPE_FLOAT64] = pow_f64,
+                [DISP_DTYPE_BFLOAT16] = pow_bf16, [DISP_DTYPE_FLOAT16] = pow_f16, DISP_ENTRIES(INT, pow));
 
 /* clamp: NaN stays; std::min(std::max(a, lo), hi) */
 #define CLAMP_NO_HALF(name, ...)                                                                  \
@@ -107,7 +126,11 @@ disp_status disp__cea_abs(disp_tensor *self, disp_tensor **out0) {
   if (self->dtype == DISP_DTYPE_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "\"abs_cpu\" not implemented for 'Bool'");
   disp_tensor *n = NULL, *m = NULL, *w = NULL;
-  disp_status st = disp_aten_neg(self, &n);
+  disp_status st;
+  /* uint8 is its own absolute value (its negation wraps around): max(x, x)
+   * still gives a fresh result laid out as an elementwise op's. */
+  if (self->dtype == DISP_DTYPE_UINT8) return disp_aten_maximum(self, self, out0);
+  st = disp_aten_neg(self, &n);
   if (st == DISP_OK) st = disp_aten_maximum(self, n, &m);
   disp_tensor_release(n);
   if (st != DISP_OK) return st;
