@@ -7,7 +7,7 @@
  *   *_portable     the same with the portable C kernel (no libtorch twin)
  *
  * ns/call is the median of 7 runs. Machines here are noisy, so the two
- * sides are measured alternately, three rounds, and each keeps its best
+ * sides are measured alternately, five rounds, and each keeps its best
  * median: a burst of load then hurts one round, not one side. Instruction
  * counts come from callgrind (two runs of different lengths, differenced),
  * which noise does not move.
@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
   double ours[NCASES], torch[NCASES];
   int measured_torch = 0;
   for (int i = 0; i < NCASES; i++) ours[i] = torch[i] = -1;
-  for (int round = 0; round < 3; round++) {
+  for (int round = 0; round < 5; round++) {
     for (int i = 0; i < NCASES; i++) {
       if (!cases[i].portable && !have_blas && cases[i].n > 1) continue; /* no CBLAS row without CBLAS */
       double t = median_ns(&cases[i]);
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
   }
   disp__gemm_force_portable(0);
 
-  printf("libdispatch %s operator benchmark: best of 3 alternating rounds, each the median of 7 runs\n",
+  printf("libdispatch %s operator benchmark: best of 5 alternating rounds, each the median of 7 runs\n",
          disp_version_string());
   printf(measured_torch ? "libtorch measured side by side (bench/ops_torch, same cases, same BLAS)\n\n"
                         : "libtorch not built: compared with the libtorch 1.13 reference figures of the issue\n\n");
