@@ -123,8 +123,19 @@ static int run_case(const cfg *c, int transposed) {
   disp_bool_list ml = {mask, 3};
   int64_t bsz = disp_tensor_sizes(y)[1];
   disp_opt_int_list bs = {{&bsz, 1}, true};
+  /* output_padding only means something transposed; backward refuses it otherwise */
+  int64_t nopad[3] = {0, 0, 0};
   ASSERT_OK(disp_aten_convolution_backward(dy, x, w, bs, il(st, sd), il(pd, sd), il(dl, sd), transposed,
-                                           il(op, sd), c->g, ml, &gi, &gw, &gb));
+                                           il(transposed ? op : nopad, sd), c->g, ml, &gi, &gw, &gb));
+  if (!transposed && sd == 2) {
+    disp_tensor *e0 = NULL, *e1 = NULL, *e2 = NULL;
+    int64_t pad1[2] = {1, 1};
+    ASSERT_STATUS(disp_aten_convolution_backward(dy, x, w, bs, il(st, sd), il(pd, sd), il(dl, sd), false,
+                                                 il(pad1, 2), c->g, ml, &e0, &e1, &e2),
+                  DISP_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(disp_last_error(), "output_padding is not supported for non-transposed convolutions; got: [1, 1]");
+    ASSERT_TRUE(e0 == NULL && e1 == NULL && e2 == NULL);
+  }
   double lhs = dot(y, dy);
   ASSERT_TRUE(lhs == dot(x, gi));
   ASSERT_TRUE(lhs == dot(w, gw));

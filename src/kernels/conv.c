@@ -486,6 +486,13 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
   disp_status st = make_params(op, input, weight, stride, padding, dilation, transposed,
                                output_padding, groups, &pr);
   if (st == DISP_OK) st = conv_shape(op, input, weight, NULL, &pr, osz);
+  /* 1.13 checks this in backward only; the forward ignores the argument */
+  for (int i = 0; st == DISP_OK && !pr.transposed && i < pr.sd; i++)
+    if (pr.outpad[i]) {
+      char buf[96];
+      disp__conv_format_list(buf, sizeof buf, output_padding.data, (int)output_padding.len);
+      st = FAIL("%s: output_padding is not supported for non-transposed convolutions; got: %s", op, buf);
+    }
   if (st == DISP_OK && grad_output->ndim != input->ndim)
     st = FAIL("%s: Expected input and grad_output to have the same number of dimensions, but got: %d and %d", op,
               input->ndim, grad_output->ndim);
