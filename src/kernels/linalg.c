@@ -148,21 +148,29 @@ static disp_status addmm_geometry(disp_tensor *self, disp_tensor *mat1, disp_ten
   return check_expand("addmm", self, sizes);
 }
 
+/* out *= beta through the dispatched in-place mul_, so its promotion
+ * rules and errors apply (a float beta on an integer out is an error) -
+ * addmm's k == 0 path in 1.13, on CPU and Meta alike. */
+static disp_status scale_by_beta(disp_tensor *out, disp_scalar beta) {
+  disp_tensor *w = NULL, *same = NULL;
+  disp_status st = disp__wrap_scalar(beta, out->device, &w);
+  if (st == DISP_OK) st = disp_aten_mul__Tensor(out, w, &same);
+  disp_tensor_release(same);
+  disp__unwrap_scalar(w);
+  return st;
+}
+
 disp_status disp__meta_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
                              disp_scalar beta, disp_scalar alpha, disp_tensor **out0) {
   (void)alpha;
   int64_t sz[2];
   disp_status st = addmm_geometry(self, mat1, mat2, sz);
   if (st != DISP_OK) return st;
-  disp_tensor *out, *w = NULL, *same = NULL;
+  disp_tensor *out;
   if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
   /* k == 0 scales by beta with mul_, whose dtype check Meta shares */
   if (mat1->sizes[1] == 0 && out->numel > 0 && disp_scalar_to_double(beta) != 0.0) {
-    st = disp__wrap_scalar(beta, out->device, &w);
-    if (st == DISP_OK) st = disp_aten_mul__Tensor(out, w, &same);
-    disp_tensor_release(same);
-    disp__unwrap_scalar(w);
-    if (st != DISP_OK) {
+    if ((st = scale_by_beta(out, beta)) != DISP_OK) {
       disp_tensor_release(out);
       return st;
     }
@@ -199,13 +207,8 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
     if (beta_zero || out->numel == 0) {
       zero_fill(out);
     } else {
-      disp_tensor *w = NULL, *same = NULL;
       copy_broadcast_self(out, self, sz);
-      st = disp__wrap_scalar(beta, out->device, &w);
-      if (st == DISP_OK) st = disp_aten_mul__Tensor(out, w, &same);
-      disp_tensor_release(same);
-      disp__unwrap_scalar(w);
-      if (st != DISP_OK) {
+      if ((st = scale_by_beta(out, beta)) != DISP_OK) {
         disp_tensor_release(out);
         return st;
       }
