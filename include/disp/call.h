@@ -39,9 +39,12 @@ typedef struct disp_kernel_slot {
   void *user_data;
 } disp_kernel_slot;
 
-/* Where a call goes: the slot's kernel and the key set it receives. */
+/* Where a call goes: a copy of the slot's kernel and the key set it
+ * receives. A copy, so it stays usable after a registration change frees the
+ * table it came from (Note [Reclaiming retired tables]); a missing kernel is
+ * an error kernel, never all-NULL. */
 typedef struct disp_dispatch {
-  const disp_kernel_slot *kernel; /* never NULL: a missing kernel is an error kernel */
+  disp_kernel_slot kernel;
   disp_keyset ks;
 } disp_dispatch;
 
@@ -110,6 +113,14 @@ DISP_API disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...);
 DISP_API disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...);
 
 /*
+ * disp_call_boxed_kernel - disp_call_kernel for a boxed kernel given by its
+ * parts, which DISP_INVOKE and DISP_CALL use: scalars in registers, where a dispatch
+ * result passed by value would be copied to memory on every typed call.
+ */
+DISP_API disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn, void *user_data,
+                                            disp_keyset ks, ...);
+
+/*
  * disp_op_typed_entry - a function pointer with the operator's own unboxed
  * signature (no key set) that dispatches like disp_call; cast it to that
  * type. Built once per operator with a libffi closure and owned by the
@@ -144,14 +155,52 @@ typedef struct disp_fast_table {
 typedef struct disp_fast_tls {
   uint64_t included;
   uint64_t keep;
+  /* Even while this thread looks a kernel up, odd otherwise; UINT64_MAX
+   * until its first lookup (Note [Reclaiming retired tables]). */
+  uint64_t reading;
 } disp_fast_tls;
 
 /* The calling thread's sets (initial-exec: one %fs-relative load). */
 DISP_API extern _Thread_local disp_fast_tls disp_fast_tls_state __attribute__((tls_model("initial-exec")));
 
-/* Nonzero while the trace is on: DISP_SHOW_DISPATCH_TRACE at first use, or
- * disp_trace_set(). Read it; change it only with disp_trace_set(). */
-DISP_API extern int disp_trace_enabled;
+/*
+ * disp_reader_register - makes the calling thread known to the reclaimer of
+ * retired tables. The inline lookup calls it on a thread's first lookup;
+ * nobody else needs to. Thread-safe.
+ */
+DISP_API void disp_reader_register(void);
+
+/* Bracket every read of a published table (the inline path below does):
+ * the counter is even from begin to end, and the kernel slot is copied out
+ * before end, so the table and entry may be freed right after. */
+static inline uint64_t disp__read_enter(void) {
+  uint64_t s = __atomic_load_n(&disp_fast_tls_state.reading, __ATOMIC_RELAXED) + 1;
+  __atomic_store_n(&disp_fast_tls_state.reading, s, __ATOMIC_RELAXED);
+  if (__builtin_expect(s == 0, 0)) disp_reader_register();
+  return s;
+}
+
+/* Begins a read of what `*p` points at: the loads through *p stay after the
+ * counter's store in the compiler's order (membarrier on the writer's side
+ * does the same for the processor), and nothing else is ordered, so values
+ * the caller already loaded stay in registers. */
+#define disp__read_begin_via(p)                                                     \
+  __extension__({                                                                   \
+    uint64_t disp_s_ = disp__read_enter();                                          \
+    __asm__ volatile("" : "+r"(p) : "m"(disp_fast_tls_state.reading));              \
+    disp_s_;                                                                        \
+  })
+
+/* Begins a read of anything (every later load stays after the store). */
+static inline uint64_t disp__read_begin(void) {
+  uint64_t s = disp__read_enter();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return s;
+}
+
+static inline void disp__read_end(uint64_t s) {
+  __atomic_store_n(&disp_fast_tls_state.reading, s + 1, __ATOMIC_RELEASE);
+}
 
 /*
  * disp__fast_lookup - the cell of key set `ks` in table `t` (Note [The
@@ -160,20 +209,46 @@ DISP_API extern int disp_trace_enabled;
  * grid lookup of the library: typed calls inline it, the other call paths
  * use it on the real table.
  */
-static inline disp_dispatch disp__fast_lookup(const disp_fast_table *t, uint64_t ks, int mask) {
+static inline const disp_kernel_slot *disp__fast_cell(const disp_fast_table *t, uint64_t *ks, int mask) {
   /* 64-bit indices throughout: no sign or zero extensions on the path.
    * Masking never changes the backend bits: one backend index serves both. */
-  uint64_t b = disp__bsr64((ks & DISP_KEYSET_BACKEND_MASK) | 1);
-  if (mask) ks &= t->non_fallthrough[b].repr;
+  uint64_t b = disp__bsr64((*ks & DISP_KEYSET_BACKEND_MASK) | 1);
+  if (mask) *ks &= t->non_fallthrough[b].repr;
   /* The row: the highest functionality bit, with a sentinel at the highest
    * backend bit so that "no functionality" reads as row 0 (Undefined); the
    * row's offset folds into the load's displacement. */
-  uint64_t top = disp__bsr64(ks | (UINT64_C(1) << (DISP_NUM_BACKENDS - 1)));
+  uint64_t top = disp__bsr64(*ks | (UINT64_C(1) << (DISP_NUM_BACKENDS - 1)));
+  return (&t->cell[0] - (DISP_NUM_BACKENDS - 1) * DISP_FAST_GRID_COLS)[top * DISP_FAST_GRID_COLS + b];
+}
+
+/* disp__fast_cell with the cell copied out (call inside a read bracket). */
+static inline disp_dispatch disp__fast_lookup(const disp_fast_table *t, uint64_t ks, int mask) {
   disp_dispatch d;
-  d.kernel = (&t->cell[0] - (DISP_NUM_BACKENDS - 1) * DISP_FAST_GRID_COLS)[top * DISP_FAST_GRID_COLS + b];
+  d.kernel = *disp__fast_cell(t, &ks, mask);
   d.ks.repr = ks;
   return d;
 }
+
+/*
+ * disp__lookup_open - the cell of a call's key set, with the read still open
+ * (Note [Reclaiming retired tables]): DISP_CALL loads what its branch needs
+ * from the cell, then ends the read with disp__read_end(*seq); nothing else
+ * may be done in between.
+ */
+static inline const disp_kernel_slot *disp__lookup_open(const disp_op *op, disp_keyset tensor_keys,
+                                                        uint64_t *seq, disp_keyset *ks) {
+  *seq = disp__read_begin_via(op);
+  ks->repr = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
+  const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
+  return disp__fast_cell(t, &ks->repr, 1);
+}
+
+/*
+ * disp_redispatch_lookup - disp__lookup_open for a redispatch with exactly
+ * `ks` (DISP_REDISPATCH uses it; out of line for the trace). The caller
+ * ends the read with disp__read_end(*seq) once it has read the cell.
+ */
+DISP_API const disp_kernel_slot *disp_redispatch_lookup(const disp_op *op, disp_keyset ks, uint64_t *seq);
 
 /*
  * disp_op_dispatch_inline - disp_op_dispatch, inline (Note [The inline fast
@@ -181,9 +256,12 @@ static inline disp_dispatch disp__fast_lookup(const disp_fast_table *t, uint64_t
  * and runs the real one, so there is no flag to test here.
  */
 static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keyset tensor_keys) {
+  uint64_t seq = disp__read_begin_via(op);
   uint64_t ks = (tensor_keys.repr | disp_fast_tls_state.included) & disp_fast_tls_state.keep;
   const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
-  return disp__fast_lookup(t, ks, 1);
+  disp_dispatch d = disp__fast_lookup(t, ks, 1);
+  disp__read_end(seq);
+  return d;
 }
 
 #define DISP__UNPAREN(...) __VA_ARGS__
@@ -193,16 +271,20 @@ static inline disp_dispatch disp_op_dispatch_inline(const disp_op *op, disp_keys
  * result `d`: its unboxed function directly when it has one (with the key set
  * first when it asked for it), else packed for its boxed function.
  */
-#define DISP_INVOKE(d, op, PARAMS, ...)                                                   \
-  ((d).kernel->unboxed                                                                    \
-       ? (((d).kernel->flags & DISP_KERNEL_WITH_KEYSET)                                  \
-              ? ((disp_status(*)(disp_keyset, DISP__UNPAREN PARAMS))(d).kernel->unboxed)( \
-                    (d).ks, __VA_ARGS__)                                                  \
-              : ((disp_status(*) PARAMS)(d).kernel->unboxed)(__VA_ARGS__))               \
-       : disp_call_kernel((op), (d), __VA_ARGS__))
+#define DISP_INVOKE(d, op, PARAMS, ...)                                                  \
+  ((d).kernel.unboxed                                                                    \
+       ? (((d).kernel.flags & DISP_KERNEL_WITH_KEYSET)                                  \
+              ? ((disp_status(*)(disp_keyset, DISP__UNPAREN PARAMS))(d).kernel.unboxed)( \
+                    (d).ks, __VA_ARGS__)                                                 \
+              : ((disp_status(*) PARAMS)(d).kernel.unboxed)(__VA_ARGS__))               \
+       : disp_call_boxed_kernel((op), (d).kernel.boxed, (d).kernel.user_data, (d).ks, __VA_ARGS__))
 
-/* disp_trace_set - turns the dispatch trace on or off for the process. */
+/* disp_trace_set - turns the dispatch trace on or off for the process.
+ * Takes the registry lock (it republishes every table). Thread-safe. */
 DISP_API void disp_trace_set(int on);
+/* disp_trace_get - nonzero while the trace is on (DISP_SHOW_DISPATCH_TRACE
+ * at first use, or disp_trace_set()). Thread-safe. */
+DISP_API int disp_trace_get(void);
 /* Ends one nesting level of the trace (for kernels that trace by hand). */
 DISP_API void disp_trace_leave(void);
 
@@ -212,18 +294,49 @@ DISP_API void disp_trace_leave(void);
  *   DISP_CALL(st, op, disp_tensor_keyset(self), (disp_tensor *, disp_tensor **), self, &out);
  * `tensor_keys` is the union of the key sets of the tensor arguments.
  */
-#define DISP_CALL(status, op, tensor_keys, PARAMS, ...)                 \
-  do {                                                                  \
-    disp_dispatch disp_d_ = disp_op_dispatch_inline((op), (tensor_keys)); \
-    (status) = DISP_INVOKE(disp_d_, (op), PARAMS, __VA_ARGS__);         \
-    if ((status) != DISP_OK) disp_error_add_op(op);                     \
+/* Runs the kernel in cell `k` of an open read `seq` (disp__lookup_open):
+ * loads what its branch needs, ends the read, calls. Loading boxed and
+ * user_data only for boxed kernels keeps the typed path short. */
+#define DISP__RUN_CELL(status, k, seq, ks, op, PARAMS, ...)                                      \
+  do {                                                                                           \
+    disp_fn disp_fn_ = (k)->unboxed;                                                             \
+    if (disp_fn_) {                                                                              \
+      unsigned disp_f_ = (k)->flags;                                                             \
+      disp__read_end(seq);                                                                       \
+      (status) = (disp_f_ & DISP_KERNEL_WITH_KEYSET)                                             \
+                     ? ((disp_status(*)(disp_keyset, DISP__UNPAREN PARAMS))disp_fn_)((ks),       \
+                                                                             __VA_ARGS__)        \
+                     : ((disp_status(*) PARAMS)disp_fn_)(__VA_ARGS__);                           \
+    } else {                                                                                     \
+      disp_boxed_fn disp_b_ = (k)->boxed;                                                        \
+      void *disp_u_ = (k)->user_data;                                                            \
+      disp__read_end(seq);                                                                       \
+      (status) = disp_call_boxed_kernel((op), disp_b_, disp_u_, (ks), __VA_ARGS__);              \
+    }                                                                                            \
+  } while (0)
+
+/*
+ * DISP_CALL(status, op, tensor_keys, (PARAM TYPES), args...) - a typed call:
+ *   disp_status st;
+ *   DISP_CALL(st, op, disp_tensor_keyset(self), (disp_tensor *, disp_tensor **), self, &out);
+ * `tensor_keys` is the union of the key sets of the tensor arguments.
+ */
+#define DISP_CALL(status, op, tensor_keys, PARAMS, ...)                                          \
+  do {                                                                                           \
+    uint64_t disp_s_;                                                                            \
+    disp_keyset disp_ks_;                                                                        \
+    const disp_kernel_slot *disp_k_ = disp__lookup_open((op), (tensor_keys), &disp_s_, &disp_ks_); \
+    DISP__RUN_CELL(status, disp_k_, disp_s_, disp_ks_, op, PARAMS, __VA_ARGS__);                 \
+    if ((status) != DISP_OK) disp_error_add_op(op);                                              \
   } while (0)
 
 /* DISP_REDISPATCH(status, op, ks, (PARAM TYPES), args...) - the same for a redispatch. */
-#define DISP_REDISPATCH(status, op, ks, PARAMS, ...)                    \
-  do {                                                                  \
-    disp_dispatch disp_d_ = disp_op_redispatch((op), (ks));             \
-    (status) = DISP_INVOKE(disp_d_, (op), PARAMS, __VA_ARGS__);         \
+#define DISP_REDISPATCH(status, op, ks, PARAMS, ...)                                             \
+  do {                                                                                           \
+    uint64_t disp_s_;                                                                            \
+    disp_keyset disp_ks_ = (ks);                                                                 \
+    const disp_kernel_slot *disp_k_ = disp_redispatch_lookup((op), disp_ks_, &disp_s_);          \
+    DISP__RUN_CELL(status, disp_k_, disp_s_, disp_ks_, op, PARAMS, __VA_ARGS__);                 \
   } while (0)
 
 #ifdef __cplusplus

@@ -10,8 +10,10 @@
  * never silently vanish once the autograd layer reports them. A user's
  * fallback on one of these keys replaces the default until it is removed.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "disp/call.h"
 #include "error_internal.h"
 #include "registry_internal.h"
 
@@ -43,14 +45,43 @@ static disp_status ambiguous_autogradother(const disp_op *op, disp_keyset ks, di
       disp_op_name(op));
 }
 
+/* The boxed function of every proxy (Note [Fallback proxies]): runs the
+ * key's current fallback, read under a lookup bracket like a table. */
+static disp_status fallback_proxy(const disp_op *op, disp_keyset ks, disp_stack *stack, void *user_data) {
+  int i = (int)(intptr_t)user_data;
+  uint64_t seq = disp__read_begin();
+  const disp_kernel_entry *e = atomic_load_explicit(&disp__registry.fallbacks[i].current, memory_order_acquire);
+  disp_kernel_slot k = {0};
+  if (e) k = e->slot;
+  disp__read_end(seq);
+  /* A fallthrough whose tables are not republished yet: do what it means. */
+  if (k.flags & DISP_KERNEL_FALLTHROUGH) return disp_redispatch_boxed(op, disp_keyset_below(ks), stack);
+  if (!k.boxed) return disp__missing_kernel_boxed(op, ks, stack, NULL);
+  return k.boxed(op, ks, stack, k.user_data);
+}
+
+void disp__proxies_init(void) {
+  for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
+    disp_kernel_entry *p = &disp__registry.proxies[i];
+    p->boxed = fallback_proxy;
+    p->unboxed = NULL;
+    p->flags = DISP_ENTRY_PROXY;
+    p->user_data = (void *)(intptr_t)i;
+    p->debug = (char *)"backend fallback proxy";
+  }
+}
+
 static disp_status set_builtin(disp_key key, disp_kernel k) {
   disp_status st;
   disp_kernel_entry *e = disp__kernel_entry_new(&k, k.debug, &st);
   if (!e) return st;
   e->flags |= DISP_ENTRY_BUILTIN;
-  disp_fallback_slot *slot = &disp__registry.fallbacks[disp_key_table_index(key)];
-  disp__kernel_entry_free(slot->builtin);
+  int i = disp_key_table_index(key);
+  disp_fallback_slot *slot = &disp__registry.fallbacks[i];
+  disp_kernel_entry *old = slot->builtin;
   slot->builtin = e;
+  atomic_store_explicit(&slot->current, disp__fallback_of(i), memory_order_release);
+  disp__kernel_entry_retire(old);
   return DISP_OK;
 }
 
@@ -60,6 +91,7 @@ disp_status disp__install_builtin_fallbacks(void) {
       DISP_KEY_BACKEND_SELECT, DISP_KEY_AD_INPLACE_OR_VIEW, DISP_KEY_AUTOCAST_CPU,
       DISP_KEY_AUTOCAST_CUDA, DISP_KEY_AUTOCAST_PRIVATEUSE1};
   disp_status st;
+  disp__proxies_init();
   for (size_t i = 0; i < sizeof fallthrough_keys / sizeof fallthrough_keys[0]; i++) {
     disp_kernel k = disp_kernel_fallthrough();
     k.debug = "registered by libdispatch (built-in fallthrough)";

@@ -23,7 +23,6 @@
 #include "strbuf_internal.h"
 #include "tls_internal.h"
 
-int disp_trace_enabled;
 int disp__trace_on;
 
 void disp__trace_init(void);
@@ -34,7 +33,7 @@ void disp__trace_init(void);
 
 void disp__trace_init(void) {
   const char *v = getenv("DISP_SHOW_DISPATCH_TRACE");
-  disp_trace_enabled = disp__trace_on = v && v[0] && strcmp(v, "0") != 0;
+  __atomic_store_n(&disp__trace_on, v && v[0] && strcmp(v, "0") != 0, __ATOMIC_RELAXED);
 }
 
 static void trace_enter(const char *label, const disp_op *op, disp_keyset ks) {
@@ -50,9 +49,14 @@ static void trace_enter(const char *label, const disp_op *op, disp_keyset ks) {
 
 void disp_trace_set(int on) {
   disp__lock();
-  disp_trace_enabled = disp__trace_on = on != 0;
+  __atomic_store_n(&disp__trace_on, on != 0, __ATOMIC_RELAXED);
   disp__ops_update_all(); /* publish or drop the traced twins */
   disp__unlock();
+}
+
+int disp_trace_get(void) {
+  disp__ensure_init(); /* reads DISP_SHOW_DISPATCH_TRACE */
+  return disp__tracing();
 }
 
 void disp_trace_leave(void) {
@@ -62,9 +66,12 @@ void disp_trace_leave(void) {
 /* ---- dispatch (Note [The hot path]) ------------------------------------ */
 
 static inline disp_dispatch pick(const disp_op *op, disp_keyset ks, int mask) {
+  uint64_t seq = disp__read_begin_via(op);
   const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->real, memory_order_acquire);
   /* The real table starts with the fast-table layout (op_table.c asserts it). */
-  return disp__fast_lookup((const disp_fast_table *)(const void *)t, ks.repr, mask);
+  disp_dispatch d = disp__fast_lookup((const disp_fast_table *)(const void *)t, ks.repr, mask);
+  disp__read_end(seq);
+  return d;
 }
 
 /* Note [Tracing typed calls]
@@ -82,7 +89,7 @@ static inline disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_sta
 static disp_status traced_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
   (void)ud;
   disp_dispatch real = {disp__tls.traced_slot, ks};
-  disp__tls.traced_slot = NULL;
+  memset(&disp__tls.traced_slot, 0, sizeof disp__tls.traced_slot);
   disp_status st = run_boxed(op, real, stack);
   disp_trace_leave();
   return st;
@@ -105,20 +112,33 @@ disp_status disp__traced_call_boxed(const disp_op *op, disp_keyset ks, disp_stac
 static disp_dispatch traced(const char *label, const disp_op *op, disp_dispatch d) {
   trace_enter(label, op, d.ks);
   disp__tls.traced_slot = d.kernel;
-  d.kernel = &traced_slot;
+  d.kernel = traced_slot;
   return d;
 }
 
 disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys) {
   disp_dispatch d = pick(op, apply_tls(tensor_keys), 1);
-  if (__builtin_expect(disp__trace_on, 0)) return traced("[call]", op, d);
+  if (__builtin_expect(disp__tracing(), 0)) return traced("[call]", op, d);
   return d;
 }
 
 disp_dispatch disp_op_redispatch(const disp_op *op, disp_keyset ks) {
   disp_dispatch d = pick(op, ks, 0);
-  if (__builtin_expect(disp__trace_on, 0)) return traced("[redispatch]", op, d);
+  if (__builtin_expect(disp__tracing(), 0)) return traced("[redispatch]", op, d);
   return d;
+}
+
+const disp_kernel_slot *disp_redispatch_lookup(const disp_op *op, disp_keyset ks, uint64_t *seq) {
+  *seq = disp__read_begin_via(op);
+  const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->real, memory_order_acquire);
+  const disp_kernel_slot *k = disp__fast_cell((const disp_fast_table *)(const void *)t, &ks.repr, 0);
+  if (__builtin_expect(disp__tracing(), 0)) {
+    /* The wrapper is static; the real kernel's copy goes to the TLS. */
+    disp_dispatch d = traced("[redispatch]", op, (disp_dispatch){*k, ks});
+    (void)d;
+    return &traced_slot;
+  }
+  return k;
 }
 
 disp_keyset disp_keyset_below(disp_keyset ks) {
@@ -135,14 +155,16 @@ void disp_error_add_op(const disp_op *op) {
 
 /* The keys whose slot holds a kernel, as PyTorch's listAllDispatchKeys. */
 static void list_keys(const disp_op *op, disp_strbuf *b) {
-  const disp_op_table *t = atomic_load(&((disp_op *)op)->real);
   int first = 1;
   disp__strbuf_append(b, "[");
+  uint64_t seq = disp__read_begin(); /* a long read: the reclaimer waits or defers */
+  const disp_op_table *t = atomic_load(&((disp_op *)op)->real);
   for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
-    if (t->slot[i]->flags & DISP_ENTRY_MISSING) continue;
+    if (!disp__entry_runs_kernel(t->slot[i])) continue;
     disp__strbuf_appendf(b, "%s%s", first ? "" : ", ", disp_key_name(disp_key_for_table_index(i)));
     first = 0;
   }
+  disp__read_end(seq);
   disp__strbuf_append(b, "]");
 }
 
@@ -227,10 +249,10 @@ typedef disp_status (*boxed_adapter)(const disp_op *op, disp_fn fn, int with_ks,
                                      disp_stack *stack);
 
 static inline disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
-  if (d.kernel->boxed) return d.kernel->boxed(op, d.ks, stack, d.kernel->user_data);
+  if (d.kernel.boxed) return d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
   boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
-  if (adapt) return adapt(op, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
-  return boxed_via_unboxed(op, d.kernel, d.ks, stack);
+  if (adapt) return adapt(op, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
+  return boxed_via_unboxed(op, &d.kernel, d.ks, stack);
 }
 
 static disp_status check_stack(const disp_op *op, const disp_signature *sig, disp_stack *stack) {
@@ -256,9 +278,9 @@ static __attribute__((noinline)) disp_status call_boxed_slow(const disp_op *op, 
   for (uint64_t m = sig->key_args; m; m &= m - 1)
     keys.repr |= disp__value_keys(&stack->v[base + (size_t)__builtin_ctzll(m)]).repr;
   disp_dispatch d = pick(op, apply_tls(keys), 1);
-  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[callBoxed]", op, d.ks);
+  if (__builtin_expect(disp__tracing(), 0)) trace_enter("[callBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
-  if (disp__trace_on) disp_trace_leave();
+  if (disp__tracing()) disp_trace_leave();
   if (st != DISP_OK) {
     cleanup_after_error(stack, base);
     disp_error_add_op(op);
@@ -282,7 +304,7 @@ static __attribute__((noinline)) disp_status call_boxed_finish(const disp_op *op
  * kernel, whose generated adapter does the rest (error message included). */
 disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
   const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
-  if (!sig || stack->len < (size_t)sig->nargs || disp__trace_on) return call_boxed_slow(op, stack);
+  if (!sig || stack->len < (size_t)sig->nargs || disp__tracing()) return call_boxed_slow(op, stack);
   const disp_value *args = stack->v + stack->len - (size_t)sig->nargs;
   disp_keyset keys = {0};
   for (uint64_t m = sig->key_args; m; m &= m - 1) {
@@ -292,8 +314,8 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
   }
   disp_dispatch d = pick(op, apply_tls(keys), 1);
   boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
-  if (__builtin_expect(!d.kernel->boxed && adapt != NULL, 1))
-    return adapt(op, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
+  if (__builtin_expect(!d.kernel.boxed && adapt != NULL, 1))
+    return adapt(op, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
   return call_boxed_finish(op, d, stack, stack->len - (size_t)sig->nargs);
 }
 
@@ -304,9 +326,9 @@ disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack 
   if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
   size_t base = disp_stack_size(stack) - (size_t)sig->nargs;
   disp_dispatch d = pick(op, ks, 0);
-  if (__builtin_expect(disp__trace_on, 0)) trace_enter("[redispatchBoxed]", op, d.ks);
+  if (__builtin_expect(disp__tracing(), 0)) trace_enter("[redispatchBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
-  if (disp__trace_on) disp_trace_leave();
+  if (disp__tracing()) disp_trace_leave();
   if (st != DISP_OK) cleanup_after_error(stack, base);
   return st;
 }
@@ -317,14 +339,14 @@ disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack 
 static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, disp_dispatch d,
                                disp_cvalue *args, void **outs) {
   disp_status st;
-  if (d.kernel->unboxed) /* returns go straight into the caller's out-pointers */
-    return disp__ffi_call_unboxed(sig, d.kernel->unboxed, (d.kernel->flags & DISP_KERNEL_WITH_KEYSET) != 0,
+  if (d.kernel.unboxed) /* returns go straight into the caller's out-pointers */
+    return disp__ffi_call_unboxed(sig, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0,
                                   d.ks, args, outs);
   disp_stack *stack = disp_stack_new();
   if (!stack) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory calling %s", op->name);
   st = DISP_OK;
   for (int i = 0; i < sig->nargs && st == DISP_OK; i++) st = disp__cvalue_box(sig->args[i], &args[i], stack);
-  if (st == DISP_OK) st = d.kernel->boxed(op, d.ks, stack, d.kernel->user_data);
+  if (st == DISP_OK) st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
   if (st == DISP_OK && disp_stack_size(stack) != (size_t)sig->nrets)
     st = disp__fail(DISP_ERR_KERNEL, "%s: the boxed kernel left %zu values on the stack, expected %d returns",
                     op->name, disp_stack_size(stack), sig->nrets);
@@ -382,9 +404,9 @@ static disp_status call_va(const disp_op *op, va_mode mode, disp_dispatch d, va_
     return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
   if (mode == VA_GIVEN) return run_cvalues(op, sig, d, args, outs);
   d = mode == VA_CALL ? pick(op, apply_tls(keys), 1) : pick(op, d.ks, 0);
-  if (__builtin_expect(disp__trace_on, 0)) trace_enter(mode == VA_CALL ? "[call]" : "[redispatch]", op, d.ks);
+  if (__builtin_expect(disp__tracing(), 0)) trace_enter(mode == VA_CALL ? "[call]" : "[redispatch]", op, d.ks);
   st = run_cvalues(op, sig, d, args, outs);
-  if (disp__trace_on) disp_trace_leave();
+  if (disp__tracing()) disp_trace_leave();
   if (st != DISP_OK && mode == VA_CALL) disp_error_add_op(op);
   return st;
 }
@@ -399,7 +421,7 @@ disp_status disp_call(const disp_op *op, ...) {
 }
 
 disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
-  disp_dispatch d = {NULL, ks};
+  disp_dispatch d = {.ks = ks};
   va_list ap;
   va_start(ap, ks);
   disp_status st = call_va(op, VA_REDISPATCH, d, &ap);
@@ -410,6 +432,15 @@ disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
 disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...) {
   va_list ap;
   va_start(ap, d);
+  disp_status st = call_va(op, VA_GIVEN, d, &ap);
+  va_end(ap);
+  return st;
+}
+
+disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn, void *user_data, disp_keyset ks, ...) {
+  disp_dispatch d = {.kernel = {.boxed = fn, .user_data = user_data}, .ks = ks};
+  va_list ap;
+  va_start(ap, ks);
   disp_status st = call_va(op, VA_GIVEN, d, &ap);
   va_end(ap);
   return st;
@@ -436,9 +467,9 @@ static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_
     }
     for (int i = 0; i < sig->nrets; i++) outs[i] = *(void **)avalues[sig->nargs + i];
     disp_dispatch d = pick(op, apply_tls(keys), 1);
-    if (__builtin_expect(disp__trace_on, 0)) trace_enter("[call]", op, d.ks);
+    if (__builtin_expect(disp__tracing(), 0)) trace_enter("[call]", op, d.ks);
     st = run_cvalues(op, sig, d, args, outs);
-    if (disp__trace_on) disp_trace_leave();
+    if (disp__tracing()) disp_trace_leave();
     if (st != DISP_OK) disp_error_add_op(op);
   }
   *(ffi_arg *)ret = (ffi_arg)(int32_t)st;

@@ -18,6 +18,7 @@
 #include <ffi.h>
 
 #include "error_internal.h"
+#include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
 #include "strbuf_internal.h"
@@ -330,14 +331,9 @@ static void free_op(disp_op *op) {
     while (op->kernels[k]) {
       disp_kernel_node *n = op->kernels[k];
       op->kernels[k] = n->next;
-      disp__kernel_entry_free(n->entry);
+      disp__kernel_entry_free_at_shutdown(n->entry);
       free(n);
     }
-  }
-  while (op->retired_tables) {
-    disp_op_table *t = op->retired_tables;
-    op->retired_tables = t->retired_next;
-    free(t);
   }
   disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
   if (typed != real) free(typed);
@@ -379,9 +375,9 @@ void disp_shutdown(void) {
       disp_kernel_entry *e = fb->user;
       for (int t = s; t < DISP_NUM_RUNTIME_ENTRIES; t++)
         if (disp__registry.fallbacks[t].user == e) disp__registry.fallbacks[t].user = NULL;
-      disp__kernel_entry_free(e);
+      disp__kernel_entry_free_at_shutdown(e);
     }
-    disp__kernel_entry_free(fb->builtin);
+    disp__kernel_entry_free_at_shutdown(fb->builtin);
     memset(fb, 0, sizeof *fb);
   }
   disp_namespace_claim *c, *ctmp;
@@ -391,11 +387,12 @@ void disp_shutdown(void) {
     free(c->debug);
     free(c);
   }
-  while (disp__registry.retired_entries) {
-    disp_kernel_entry *e = disp__registry.retired_entries;
-    disp__registry.retired_entries = e->retired_next;
-    disp__kernel_entry_free(e);
+  while (disp__registry.kept_entries) {
+    disp_kernel_entry *e = disp__registry.kept_entries;
+    disp__registry.kept_entries = e->kept_next;
+    disp__kernel_entry_free_at_shutdown(e);
   }
+  disp__reclaim_all_at_shutdown();
   while (disp__registry.retired_schemas) {
     disp_retired_schema *r = disp__registry.retired_schemas;
     disp__registry.retired_schemas = r->next;
@@ -403,15 +400,15 @@ void disp_shutdown(void) {
     disp__signature_free(r->sig);
     free(r);
   }
-  disp__kernel_entry_free(disp__registry.ambiguous);
+  disp__kernel_entry_free_at_shutdown(disp__registry.ambiguous);
   disp__registry.ambiguous = NULL;
-  disp__kernel_entry_free(disp__registry.missing);
+  disp__kernel_entry_free_at_shutdown(disp__registry.missing);
   disp__registry.missing = NULL;
-  disp__kernel_entry_free(disp__registry.traced);
+  disp__kernel_entry_free_at_shutdown(disp__registry.traced);
   disp__registry.traced = NULL;
   disp__registry.initialized = 0;
   g_generation++;
-  pthread_mutex_unlock(&disp__registry.lock);
+  disp__unlock(); /* runs the destroy callbacks, outside the lock */
 
   /* Put every static block back in the queue for the next disp_init(). */
   for (disp_library_node *node = g_drained; node; node = node->next) {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "error_internal.h"
+#include "reclaim_internal.h"
 #include "registry_internal.h"
 
 const char *disp__provenance_name(disp_provenance p) {
@@ -121,12 +122,24 @@ _Static_assert(offsetof(disp_op_table, grid) == offsetof(disp_fast_table, cell) 
                "the published table must start with the layout of disp_fast_table");
 _Static_assert(offsetof(disp_kernel_entry, slot) == 0, "a kernel entry is a kernel slot");
 
+/* A slot's published entry: the computed one, except that a backend
+ * fallback that is not a fallthrough, or nothing, becomes the key's proxy
+ * (Note [Fallback proxies]), as does a fallthrough in the Undefined slot (a
+ * fallthrough on a Composite alias fills it): with no key left there is
+ * nothing to fall through to. */
+static const disp_kernel_entry *published_entry(const disp_op *op, int i) {
+  disp_provenance prov;
+  const disp_kernel_entry *e = disp__op_compute_entry(op, disp_key_for_table_index(i), &prov);
+  int fallthrough = e && (e->flags & DISP_KERNEL_FALLTHROUGH);
+  if (i == 0 && fallthrough) return &disp__registry.proxies[0];
+  if ((prov == DISP_PROV_FALLBACK || prov == DISP_PROV_MISSING) && !fallthrough)
+    return &disp__registry.proxies[i];
+  return e;
+}
+
 static void compute_table(const disp_op *op, disp_op_table *t) {
   memset(t, 0, sizeof *t);
-  for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
-    disp_provenance prov;
-    t->slot[i] = disp__op_compute_entry(op, disp_key_for_table_index(i), &prov);
-  }
+  for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) t->slot[i] = published_entry(op, i);
   /* A fallthrough slot removes its key from the call's key set. For a
    * per-backend key only calls whose highest backend is that key's backend
    * are affected, hence one mask per backend index. */
@@ -142,12 +155,6 @@ static void compute_table(const disp_op *op, disp_op_table *t) {
     }
     t->non_fallthrough[b] = mask;
   }
-  /* Calls never test for NULL: an empty slot holds the error kernel. So does
-   * a fallthrough in the Undefined slot (a fallthrough on a Composite alias
-   * fills it): with no key left there is nothing to fall through to. */
-  for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++)
-    if (!t->slot[i] || (i == 0 && (t->slot[i]->flags & DISP_KERNEL_FALLTHROUGH)))
-      t->slot[i] = disp__registry.missing;
   for (int f = 0; f < DISP__GRID_ROWS; f++)
     for (int b = 0; b < DISP__GRID_COLS; b++) {
       disp_keyset ks = {0};
@@ -158,11 +165,7 @@ static void compute_table(const disp_op *op, disp_op_table *t) {
     }
 }
 
-static void retire(disp_op *op, disp_op_table *t) {
-  if (!t) return;
-  t->retired_next = op->retired_tables;
-  op->retired_tables = t;
-}
+static void retire(disp_op_table *t) { disp__retire(t, free); }
 
 /* Publishes what typed calls read (Note [Tracing typed calls]): the real
  * table, or while the trace is on a twin whose every cell is the tracing
@@ -171,7 +174,7 @@ static disp_status publish_typed(disp_op *op) {
   disp_op_table *real = atomic_load_explicit(&op->real, memory_order_relaxed);
   disp_op_table *cur = atomic_load_explicit(&op->table, memory_order_relaxed);
   disp_op_table *want = real;
-  if (disp__trace_on) {
+  if (disp__tracing()) {
     if (cur != real && cur && memcmp(cur->non_fallthrough, real->non_fallthrough, sizeof real->non_fallthrough) == 0)
       return DISP_OK; /* the traced twin is current */
     want = malloc(sizeof *want);
@@ -181,27 +184,31 @@ static disp_status publish_typed(disp_op *op) {
   }
   if (want == cur) return DISP_OK;
   atomic_store_explicit(&op->table, want, memory_order_release);
-  if (cur != real) retire(op, cur); /* a traced twin; the real one is retired by its replacement */
+  if (cur != real) retire(cur); /* a traced twin; the real one is retired by its replacement */
   return DISP_OK;
 }
 
 disp_status disp__op_update_table(disp_op *op) {
+  /* Computed in place first: most updates (a fallback change over many
+   * operators) change nothing and then cost no allocation. Guarded by the
+   * registry lock like everything here. */
+  static disp_op_table scratch;
+  compute_table(op, &scratch);
+  disp_op_table *old = atomic_load_explicit(&op->real, memory_order_relaxed);
+  if (old && memcmp(old->grid, scratch.grid, sizeof scratch.grid) == 0 &&
+      memcmp(old->non_fallthrough, scratch.non_fallthrough, sizeof scratch.non_fallthrough) == 0 &&
+      memcmp(old->slot, scratch.slot, sizeof scratch.slot) == 0)
+    return publish_typed(op);
   disp_op_table *fresh = malloc(sizeof *fresh);
   if (!fresh) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory computing the table of %s", op->name);
-  compute_table(op, fresh);
-  disp_op_table *old = atomic_load_explicit(&op->real, memory_order_relaxed);
-  if (old && memcmp(old->grid, fresh->grid, sizeof fresh->grid) == 0 &&
-      memcmp(old->non_fallthrough, fresh->non_fallthrough, sizeof fresh->non_fallthrough) == 0) {
-    free(fresh);
-    return publish_typed(op);
-  }
+  memcpy(fresh, &scratch, sizeof *fresh);
   disp_op_table *typed = atomic_load_explicit(&op->table, memory_order_relaxed);
   atomic_store_explicit(&op->real, fresh, memory_order_release);
   if (typed == old) {
     /* Typed calls read the old real table: move them over first. */
     atomic_store_explicit(&op->table, fresh, memory_order_release);
   }
-  retire(op, old);
+  retire(old);
   return publish_typed(op);
 }
 
@@ -212,4 +219,29 @@ disp_status disp__ops_update_all(void) {
     if (st != DISP_OK) return st;
   }
   return DISP_OK;
+}
+
+/* ---- fallbacks (Note [Fallback proxies]) -------------------------------- */
+
+const disp_kernel_entry *disp__fallback_of(int i) {
+  const disp_fallback_slot *fb = &disp__registry.fallbacks[i];
+  return fb->user ? fb->user : fb->builtin;
+}
+
+static int is_fallthrough(const disp_kernel_entry *e) { return e && (e->flags & DISP_KERNEL_FALLTHROUGH); }
+
+disp_status disp__fallback_publish(int i) {
+  disp_fallback_slot *fb = &disp__registry.fallbacks[i];
+  const disp_kernel_entry *want = disp__fallback_of(i);
+  const disp_kernel_entry *cur = atomic_load_explicit(&fb->current, memory_order_relaxed);
+  atomic_store_explicit(&fb->current, want, memory_order_release);
+  if (is_fallthrough(want) == is_fallthrough(cur)) return DISP_OK;
+  return disp__ops_update_all();
+}
+
+int disp__entry_runs_kernel(const disp_kernel_entry *e) {
+  if (!e || (e->flags & DISP_ENTRY_MISSING)) return 0;
+  if (!(e->flags & DISP_ENTRY_PROXY)) return 1;
+  int i = (int)(intptr_t)e->user_data;
+  return atomic_load_explicit(&disp__registry.fallbacks[i].current, memory_order_acquire) != NULL;
 }

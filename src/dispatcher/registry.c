@@ -5,11 +5,13 @@
  * allocates everything it needs before its first change, so a failure leaves
  * the registry exactly as it was.
  */
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error_internal.h"
+#include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
 #include "strbuf_internal.h"
@@ -24,7 +26,59 @@ void disp__lock(void) {
   pthread_mutex_lock(&disp__registry.lock);
 }
 
-void disp__unlock(void) { pthread_mutex_unlock(&disp__registry.lock); }
+/* Note [User callbacks run unlocked]: what the locked section queued runs
+ * here, after the lock is released; a callback that calls back in queues
+ * and runs its own. Retired memory is reclaimed first, still locked. */
+void disp__unlock(void) {
+  disp__reclaim(0);
+  disp_deferred *d = disp__registry.deferred;
+  disp__registry.deferred = NULL;
+  pthread_mutex_unlock(&disp__registry.lock);
+  /* The queue is newest first; run in the order things happened. */
+  disp_deferred *fifo = NULL;
+  while (d) {
+    disp_deferred *next = d->next;
+    d->next = fifo;
+    fifo = d;
+    d = next;
+  }
+  while (fifo) {
+    disp_deferred *next = fifo->next;
+    fifo->fn(fifo->arg);
+    free(fifo);
+    fifo = next;
+  }
+}
+
+void disp__defer(disp_deferred *d) {
+  d->next = disp__registry.deferred;
+  disp__registry.deferred = d;
+}
+
+static void emit_warning(void *msg) {
+  disp__warn("%s", (const char *)msg);
+  free(msg);
+}
+
+void disp__defer_warning(const char *fmt, ...) {
+  disp_strbuf b;
+  disp__strbuf_init(&b);
+  va_list ap;
+  va_start(ap, fmt);
+  disp__strbuf_vappendf(&b, fmt, ap);
+  va_end(ap);
+  disp_deferred *d = malloc(sizeof *d);
+  char *msg = strdup(disp__strbuf_cstr(&b));
+  disp__strbuf_free(&b);
+  if (!d || !msg) {
+    free(d);
+    free(msg);
+    return;
+  }
+  d->fn = emit_warning;
+  d->arg = msg;
+  disp__defer(d);
+}
 
 /* ---- kernel entries ----------------------------------------------------- */
 
@@ -36,42 +90,58 @@ disp_kernel_entry *disp__kernel_entry_new(const disp_kernel *k, const char *defa
   e->unboxed = k->unboxed;
   e->flags = k->flags;
   e->user_data = k->user_data;
-  e->destroy = k->destroy;
+  if (k->destroy) {
+    if (!(e->on_destroy = malloc(sizeof *e->on_destroy))) goto oom;
+    e->on_destroy->fn = k->destroy;
+    e->on_destroy->arg = k->user_data;
+    e->on_destroy->next = NULL;
+  }
   e->debug = strdup(k->debug ? k->debug : default_debug);
   if (!e->debug) goto oom;
   if (k->schema) {
     *st = disp_schema_parse(k->schema, &e->schema);
     if (*st != DISP_OK) {
       disp__error_prefix("invalid schema given for a kernel: ");
-      e->destroy = NULL; /* the caller keeps user_data on failure */
-      disp__kernel_entry_free(e);
+      disp__kernel_entry_discard(e); /* the caller keeps user_data on failure */
       return NULL;
     }
   }
   *st = DISP_OK;
   return e;
 oom:
-  if (e) {
-    e->destroy = NULL;
-    disp__kernel_entry_free(e);
-  }
+  disp__kernel_entry_discard(e);
   *st = disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering a kernel");
   return NULL;
 }
 
-void disp__kernel_entry_free(disp_kernel_entry *e) {
-  if (!e) return;
-  if (e->destroy) e->destroy(e->user_data);
+static void entry_free_memory(void *p) {
+  disp_kernel_entry *e = p;
+  free(e->on_destroy);
   free(e->debug);
   disp_schema_free(e->schema);
   free(e);
 }
 
+void disp__kernel_entry_discard(disp_kernel_entry *e) {
+  if (e) entry_free_memory(e);
+}
+
+void disp__kernel_entry_queue_destroy(disp_kernel_entry *e) {
+  if (!e->on_destroy) return;
+  disp__defer(e->on_destroy);
+  e->on_destroy = NULL;
+}
+
 void disp__kernel_entry_retire(disp_kernel_entry *e) {
-  if (e->destroy) e->destroy(e->user_data);
-  e->destroy = NULL;
-  e->retired_next = disp__registry.retired_entries;
-  disp__registry.retired_entries = e;
+  if (!e) return;
+  disp__kernel_entry_queue_destroy(e);
+  disp__retire(e, entry_free_memory);
+}
+
+void disp__kernel_entry_free_at_shutdown(disp_kernel_entry *e) {
+  if (!e) return;
+  disp__kernel_entry_queue_destroy(e);
+  entry_free_memory(e);
 }
 
 /* ---- operators ---------------------------------------------------------- */
@@ -303,7 +373,7 @@ disp_status disp__register_impl(const char *ns, const char *name, disp_key key,
   if (op->kernels[key]) {
     const disp_schema *s = atomic_load(&op->schema);
     char *text = s ? disp_schema_to_string(s) : NULL;
-    disp__warn("Overriding a previously registered kernel for the same operator and the same "
+    disp__defer_warning("Overriding a previously registered kernel for the same operator and the same "
                "dispatch key\n  operator: %s\n    %s\n  dispatch key: %s\n  previous kernel: %s\n"
                "       new kernel: %s",
                text ? text : qualified, op->def ? op->def->debug : "no debug info",
@@ -329,8 +399,7 @@ disp_status disp__register_impl(const char *ns, const char *name, disp_key key,
   *out = reg;
   return DISP_OK;
 fail:
-  e->destroy = NULL; /* the caller keeps its user_data */
-  disp__kernel_entry_free(e);
+  disp__kernel_entry_discard(e); /* the caller keeps its user_data */
   free(qualified);
   return st;
 }
@@ -350,6 +419,16 @@ static int fallback_slots(disp_key key, int *slots) {
   int i = disp_key_table_index(key);
   if (i > 0) slots[n++] = i;
   return n;
+}
+
+/* Publishes the current fallback of each slot (Note [Fallback proxies]). */
+static disp_status publish_fallbacks(const int *slots, int n) {
+  disp_status st = DISP_OK;
+  for (int i = 0; i < n; i++) {
+    disp_status s = disp__fallback_publish(slots[i]);
+    if (s != DISP_OK) st = s;
+  }
+  return st;
 }
 
 disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, const char *debug,
@@ -383,8 +462,7 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
   if (!e) return st;
   disp_registration *reg = calloc(1, sizeof *reg);
   if (!reg) {
-    e->destroy = NULL;
-    disp__kernel_entry_free(e);
+    disp__kernel_entry_discard(e);
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering a fallback");
   }
   reg->kind = DISP_REG_FALLBACK;
@@ -394,15 +472,18 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
     disp__registry.fallbacks[slots[i]].user = e;
     disp__registry.fallbacks[slots[i]].user_reg = reg;
   }
-  if ((st = disp__ops_update_all()) != DISP_OK) {
+  if ((st = publish_fallbacks(slots, n)) != DISP_OK) {
     for (int i = 0; i < n; i++) {
       disp__registry.fallbacks[slots[i]].user = NULL;
       disp__registry.fallbacks[slots[i]].user_reg = NULL;
     }
-    disp__ops_update_all(); /* best effort: restores tables that did change */
+    /* Best effort; until it succeeds a table may still hold e, so e is
+     * retired (freed after the readers), never freed here. */
+    publish_fallbacks(slots, n);
     free(reg);
-    e->destroy = NULL;
-    disp__kernel_entry_free(e);
+    free(e->on_destroy); /* the caller keeps its user_data */
+    e->on_destroy = NULL;
+    disp__kernel_entry_retire(e);
     return st;
   }
   *out = reg;
@@ -410,6 +491,14 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
 }
 
 /* ---- removal ------------------------------------------------------------ */
+
+/* An entry a table may still point at after a failed (out of memory)
+ * recompute: its destroy callback runs as usual, its memory stays. */
+static void keep_until_shutdown(disp_kernel_entry *e) {
+  disp__kernel_entry_queue_destroy(e);
+  e->kept_next = disp__registry.kept_entries;
+  disp__registry.kept_entries = e;
+}
 
 static void retire_schema(disp_schema *s, disp_signature *sig) {
   disp_retired_schema *r = malloc(sizeof *r);
@@ -446,21 +535,23 @@ void disp__registration_remove_locked(disp_registration *reg) {
       }
       op->impl_count--;
       /* Recomputing after a removal needs one allocation; if it fails the
-       * old table stays published, still pointing at the retired entry,
-       * whose memory lives on (Note [Lock-free tables]). */
-      disp__op_update_table(op);
-      disp__kernel_entry_retire(reg->entry);
+       * old table stays published, still pointing at the entry, which then
+       * lives until shutdown (only its destroy callback runs now). */
+      if (disp__op_update_table(op) == DISP_OK) disp__kernel_entry_retire(reg->entry);
+      else keep_until_shutdown(reg->entry);
       reg->entry = NULL;
       break;
     }
     case DISP_REG_FALLBACK: {
+      int slots[DISP_NUM_RUNTIME_ENTRIES], n = 0;
       for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) {
         if (disp__registry.fallbacks[i].user_reg != reg) continue;
         disp__registry.fallbacks[i].user = NULL;
         disp__registry.fallbacks[i].user_reg = NULL;
+        slots[n++] = i;
       }
-      disp__ops_update_all();
-      disp__kernel_entry_retire(reg->entry);
+      if (publish_fallbacks(slots, n) == DISP_OK) disp__kernel_entry_retire(reg->entry);
+      else keep_until_shutdown(reg->entry);
       reg->entry = NULL;
       break;
     }

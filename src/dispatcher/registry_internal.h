@@ -2,14 +2,28 @@
  * registry_internal.h - the operator registry's data structures.
  *
  * Note [Lock-free tables]
- * Registration takes g_registry.lock; calls never do. Each operator publishes
- * its computed table (one kernel pointer per runtime key plus the per-backend
- * fallthrough masks) as a single atomic pointer, so a call sees either the
- * old table or the new one, never a mix. Replaced tables and removed kernel
- * entries are not freed while the dispatcher lives (a call may still be
- * reading them); they are retired onto lists freed by disp_shutdown(). A
- * removed kernel's user_data, however, is destroyed at removal, because the
- * code that destroys it may be unloaded right after (a plugin).
+ * Registration takes disp__registry.lock; calls never do. Each operator
+ * publishes its computed table (one kernel pointer per runtime key plus the
+ * per-backend fallthrough masks) as a single atomic pointer, so a call sees
+ * either the old table or the new one, never a mix. Replaced tables and
+ * removed kernel entries are retired and freed once no lookup can hold them
+ * (Note [Reclaiming retired tables], reclaim_internal.h). A removed kernel's
+ * user_data is destroyed right after the removal, outside the lock, because
+ * the code that destroys it may be unloaded right after (a plugin).
+ *
+ * Note [User callbacks run unlocked]
+ * Kernel destroy callbacks and warning handlers are user code that may call
+ * back into the library (disp_op_find takes the registry lock). Code under
+ * the lock never runs them: it queues them (disp__defer) and disp__unlock()
+ * runs the queue after releasing the lock.
+ *
+ * Note [Fallback proxies]
+ * A table cell whose kernel comes from a backend fallback (or from nothing)
+ * holds the key's proxy entry instead of the fallback itself; the proxy's
+ * boxed function reads the key's current fallback when called. So adding,
+ * replacing or removing a fallback stores one pointer and touches no table,
+ * unless it changes whether the key is a fallthrough (the tables' masks
+ * depend on that): then only the tables that change are republished.
  */
 #ifndef DISP_REGISTRY_INTERNAL_H
 #define DISP_REGISTRY_INTERNAL_H
@@ -43,8 +57,23 @@ const char *disp__provenance_name(disp_provenance p);
 enum {
   DISP_ENTRY_BUILTIN = 1u << 8,   /* one of the library's own default fallbacks */
   DISP_ENTRY_AMBIGUOUS = 1u << 9, /* the ambiguous-AutogradOther error kernel */
-  DISP_ENTRY_MISSING = 1u << 10   /* the error kernel of an empty slot */
+  DISP_ENTRY_MISSING = 1u << 10,  /* the error kernel of an empty slot */
+  DISP_ENTRY_PROXY = 1u << 11     /* a key's fallback proxy (Note [Fallback proxies]) */
 };
+
+/* A user callback queued to run after the registry lock is released (Note
+ * [User callbacks run unlocked]). */
+typedef struct disp_deferred {
+  void (*fn)(void *arg);
+  void *arg;
+  struct disp_deferred *next;
+} disp_deferred;
+
+/* Queues `d` (owned by the queue from now on; freed after it ran). */
+void disp__defer(disp_deferred *d);
+/* Queues a warning: the message is formatted now, handed to the handler
+ * after the lock is released. Dropped when out of memory. */
+void disp__defer_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A registered kernel. Immutable once published (Note [Lock-free tables]). */
 typedef struct disp_kernel_entry {
@@ -58,10 +87,12 @@ typedef struct disp_kernel_entry {
       void *user_data;
     };
   };
-  void (*destroy)(void *);
+  /* The destroy callback and its user_data, allocated with the entry so the
+   * removal that queues it needs no memory; NULL without a destroy. */
+  disp_deferred *on_destroy;
   char *debug;         /* "registered at FILE:LINE" or the kernel's own text */
   disp_schema *schema; /* the schema the kernel was written for, or NULL */
-  struct disp_kernel_entry *retired_next;
+  struct disp_kernel_entry *kept_next; /* on kept_entries (registry.c) */
 } disp_kernel_entry;
 
 /* One kernel in an operator's per-key stack (newest first). */
@@ -81,7 +112,6 @@ typedef struct disp_op_table {
   const disp_kernel_entry *grid[DISP__GRID_ROWS * DISP__GRID_COLS];
   disp_keyset non_fallthrough[DISP__GRID_COLS];
   const disp_kernel_entry *slot[DISP_NUM_RUNTIME_ENTRIES];
-  struct disp_op_table *retired_next;
 } disp_op_table;
 
 struct disp_op {
@@ -100,7 +130,6 @@ struct disp_op {
   disp_registration *def;         /* the def's registration, NULL until def */
   disp_kernel_node *kernels[DISP_KEY_COUNT];
   int impl_count;                 /* live impl registrations */
-  disp_op_table *retired_tables;
   UT_hash_handle hh;
 };
 
@@ -127,6 +156,9 @@ typedef struct disp_fallback_slot {
   disp_kernel_entry *user;
   disp_registration *user_reg;
   disp_kernel_entry *builtin;
+  /* What the key's proxy runs: user, else builtin, else NULL (the missing
+   * kernel). Read by calls without the lock. */
+  _Atomic(const disp_kernel_entry *) current;
 } disp_fallback_slot;
 
 /* A namespace claimed by a DEF library. */
@@ -146,8 +178,12 @@ typedef struct disp_registry {
   pthread_mutex_t lock;
   disp_op *ops;                      /* uthash by name */
   disp_fallback_slot fallbacks[DISP_NUM_RUNTIME_ENTRIES];
+  disp_kernel_entry proxies[DISP_NUM_RUNTIME_ENTRIES]; /* Note [Fallback proxies] */
   disp_namespace_claim *namespaces;  /* uthash by ns */
-  disp_kernel_entry *retired_entries;
+  disp_deferred *deferred;           /* Note [User callbacks run unlocked] */
+  /* Entries a table may still point at after an out-of-memory recompute:
+   * freed at shutdown only. */
+  disp_kernel_entry *kept_entries;
   disp_kernel_entry *ambiguous;      /* the shared ambiguous-AutogradOther kernel */
   disp_kernel_entry *missing;        /* the shared error kernel of empty slots */
   disp_kernel_entry *traced;         /* the tracing kernel of traced twins (call.c) */
@@ -169,15 +205,32 @@ const disp_kernel_entry *disp__op_compute_entry(const disp_op *op, disp_key key,
                                                 disp_provenance *prov);
 /* Recompute and publish op's table (no-op when nothing changed). */
 disp_status disp__op_update_table(disp_op *op);
-/* Recompute every operator's table (after a fallback change). */
+/* Recompute every operator's table; only changed ones are republished. */
 disp_status disp__ops_update_all(void);
+
+/* Note [Fallback proxies]: publishes slot i's current fallback (user, else
+ * built-in), updating the tables when its fallthrough-ness changes. */
+disp_status disp__fallback_publish(int i);
+/* The slot's fallback: the user's, else the built-in one, else NULL. */
+const disp_kernel_entry *disp__fallback_of(int i);
+/* Sets up the proxy entries (once, before any table is computed). */
+void disp__proxies_init(void);
+
+/* Does a published table entry run a kernel (not the missing-kernel error)? */
+int disp__entry_runs_kernel(const disp_kernel_entry *e);
 
 /* Kernel entries. */
 disp_kernel_entry *disp__kernel_entry_new(const disp_kernel *k, const char *default_debug,
                                           disp_status *st);
-void disp__kernel_entry_free(disp_kernel_entry *e);
-/* Destroy user data now, keep the memory until shutdown. */
+/* Frees an entry that was never published; its user_data stays the caller's. */
+void disp__kernel_entry_discard(disp_kernel_entry *e);
+/* A published entry leaves: its destroy callback is queued (Note [User
+ * callbacks run unlocked]) and its memory goes to the reclaimer. */
 void disp__kernel_entry_retire(disp_kernel_entry *e);
+/* Queues the destroy callback only (the memory stays). */
+void disp__kernel_entry_queue_destroy(disp_kernel_entry *e);
+/* As retire, but frees the memory now: disp_shutdown only. */
+void disp__kernel_entry_free_at_shutdown(disp_kernel_entry *e);
 
 /* Registration primitives used by library.c. */
 disp_status disp__register_def(const char *ns, const char *schema_text, const char *debug,

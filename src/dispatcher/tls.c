@@ -11,6 +11,7 @@ _Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-exec")))
 _Thread_local disp_fast_tls disp_fast_tls_state __attribute__((tls_model("initial-exec"))) = {
     .included = DISP__DEFAULT_INCLUDED,
     .keep = DISP_KEYSET_BACKEND_MASK | ~(uint64_t)DISP__DEFAULT_EXCLUDED,
+    .reading = UINT64_MAX, /* unregistered (Note [Reclaiming retired tables]) */
 };
 
 disp_keyset disp_tls_included(void) {

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "disp/call.h"
 #include "disp/keyset.h"
 
 /* Stored in the form the call path uses: `keep` is ~excluded with the
@@ -17,7 +18,7 @@ typedef struct disp__tls_raw {
   int trace_depth; /* nesting level for DISP_SHOW_DISPATCH_TRACE */
   /* While tracing, the kernel a typed dispatch chose (call.c, Note [Tracing
    * typed calls]). */
-  const void *traced_slot;
+  disp_kernel_slot traced_slot;
 } disp__tls_raw;
 
 /* initial-exec: one %fs-relative load instead of a __tls_get_addr call on
@@ -34,7 +35,6 @@ extern _Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-e
 
 /* (ks | included) - excluded, PyTorch's computeDispatchKeySet before the
  * fallthrough mask; the backend bits are never excluded. */
-#include "disp/call.h"
 
 /* The sets themselves live in the exported disp_fast_tls_state, which the
  * inline fast path of disp/call.h reads too. */
@@ -52,7 +52,9 @@ static inline disp_keyset disp__apply_tls(disp_keyset ks) {
 #define DISP__GRID_ROWS (DISP_NUM_FUNCTIONALITIES + 1)
 _Static_assert(DISP_NUM_BACKENDS <= DISP__GRID_COLS, "a grid row holds every backend");
 
-/* The trace switch for the library's own code (disp_trace_enabled mirrors it). */
+/* The trace switch (disp_trace_set/get). Written under the registry lock,
+ * read by calls on any thread: always through disp__tracing(). */
 extern int disp__trace_on;
+static inline int disp__tracing(void) { return __atomic_load_n(&disp__trace_on, __ATOMIC_RELAXED); }
 
 #endif
