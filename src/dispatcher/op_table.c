@@ -39,13 +39,24 @@ static const disp_kernel_entry *top(const disp_op *op, disp_key k) {
   return op->kernels[k] ? op->kernels[k]->entry : NULL;
 }
 
+static void refresh_kernel_keys(disp_op *op) {
+  memset(op->kernel_keys, 0, sizeof op->kernel_keys);
+  for (int k = 0; k < DISP_KEY_COUNT; k++)
+    if (op->kernels[k]) op->kernel_keys[k / 64] |= UINT64_C(1) << (k % 64);
+}
+
 /* PyTorch's hasKernelForAnyDispatchKey: a kernel (fallthroughs count) on a
- * runtime key in `ks`; alias keys never count. */
+ * runtime key in `ks`; alias keys never count. Walks only the keys that
+ * have kernels (a handful), since every table computation asks this for
+ * every autograd key. */
 static int has_kernel_for_any(const disp_op *op, disp_keyset ks) {
-  for (int k = DISP_KEY_CPU; k < DISP_KEY_END_OF_RUNTIME_KEYS; k++)
-    if (op->kernels[k] && disp_keyset_has(ks, (disp_key)k)) return 1;
-  for (int k = 1; k <= DISP_NUM_FUNCTIONALITIES; k++)
-    if (op->kernels[k] && disp_keyset_has(ks, (disp_key)k)) return 1;
+  for (int w = 0; w < (int)(sizeof op->kernel_keys / sizeof op->kernel_keys[0]); w++)
+    for (uint64_t m = op->kernel_keys[w]; m; m &= m - 1) {
+      int k = w * 64 + __builtin_ctzll(m);
+      int runtime = (k >= DISP_KEY_CPU && k < DISP_KEY_END_OF_RUNTIME_KEYS) ||
+                    (k >= 1 && k <= DISP_NUM_FUNCTIONALITIES);
+      if (runtime && disp_keyset_has(ks, (disp_key)k)) return 1;
+    }
   return 0;
 }
 
@@ -137,7 +148,8 @@ static const disp_kernel_entry *published_entry(const disp_op *op, int i) {
   return e;
 }
 
-static void compute_table(const disp_op *op, disp_op_table *t) {
+static void compute_table(disp_op *op, disp_op_table *t) {
+  refresh_kernel_keys(op);
   memset(t, 0, sizeof *t);
   for (int i = 0; i < DISP_NUM_RUNTIME_ENTRIES; i++) t->slot[i] = published_entry(op, i);
   /* A fallthrough slot removes its key from the call's key set. For a

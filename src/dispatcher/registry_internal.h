@@ -129,6 +129,9 @@ struct disp_op {
   disp_fn closure_fn;
   disp_registration *def;         /* the def's registration, NULL until def */
   disp_kernel_node *kernels[DISP_KEY_COUNT];
+  /* The keys whose stack above is not empty, one bit each: refreshed by
+   * every table computation, read by disp__op_compute_entry. */
+  uint64_t kernel_keys[(DISP_KEY_COUNT + 63) / 64];
   int impl_count;                 /* live impl registrations */
   UT_hash_handle hh;
 };
@@ -200,7 +203,8 @@ disp_status disp__op_get_or_create(const char *name, disp_op **out);
 disp_op *disp__op_lookup(const char *name);
 
 /* The computed table entry for one runtime key (PyTorch's
- * computeDispatchTableEntryWithDebug). */
+ * computeDispatchTableEntryWithDebug). Reads op->kernel_keys, which every
+ * table update refreshes. */
 const disp_kernel_entry *disp__op_compute_entry(const disp_op *op, disp_key key,
                                                 disp_provenance *prov);
 /* Recompute and publish op's table (no-op when nothing changed). */
