@@ -263,10 +263,14 @@ void disp__schema_print_default(disp_strbuf *b, const disp_argument *a) {
   }
   /* PyTorch writes an int list whose items are all equal as one number, as
    * native_functions.yaml does (`int[2] stride=1`). Only `int` itself:
-   * SymInt[] and ScalarType[] print their lists in full. */
+   * SymInt[] and ScalarType[] print their lists in full. 1.13 does so for
+   * any such list, but the number reads back as N copies for `int[N]` and
+   * not at all for `int[]` (its parser wants '['), so `int[] x=[1, 1]` and
+   * `int[3] x=[7, 7]` would not survive a print and a parse: those keep
+   * their full list here, every other default prints as in 1.13. */
   if (t->kind == DISP_TYPE_LIST && t->elems[0]->kind == DISP_TYPE_INT &&
-      v->kind == DISP_DEFAULT_LIST && v->num_items >= 1) {
-    int same = v->num_items > 1 || v->broadcast;
+      v->kind == DISP_DEFAULT_LIST && v->num_items > 1 && a->n == (int64_t)v->num_items) {
+    int same = 1;
     for (size_t i = 1; same && i < v->num_items; i++) same = v->items[i].i == v->items[0].i;
     if (same) {
       print_value(b, &v->items[0]);
