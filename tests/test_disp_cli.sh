@@ -29,6 +29,38 @@ grep -q '^ok::a(Tensor x) -> Tensor$' "$tmp/out.txt"; check schema_bad_keeps_goo
 "$disp" schema "$data/schemas.txt" > "$tmp/all.txt"; check schema_all_exit_0 $?
 grep -v '^#' "$data/schemas.txt" | cmp -s - "$tmp/all.txt"; check schema_all_roundtrip $?
 
+# Input files: read whole (a NUL byte is an error for its line, not the end of the
+# file); directories and unreadable files are errors with the reason; exit 1.
+printf 'a::f(Tensor x) -> Tensor\nb::g(Tensor\000 x) -> Tensor\nc::h(int x) -> ()\n' > "$tmp/nul.txt"
+"$disp" schema "$tmp/nul.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ]; check schema_nul_exit_1 $?
+grep -qx '2:12: error: line 2 contains a NUL byte' "$tmp/err.txt"; check schema_nul_located $?
+printf 'a::f(Tensor x) -> Tensor\nc::h(int x) -> ()\n' | cmp -s - "$tmp/out.txt"; check schema_nul_keeps_other_lines $?
+"$disp" schema < "$tmp/nul.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q 'line 2 contains a NUL byte' "$tmp/err.txt"; check schema_stdin_nul $?
+mkdir "$tmp/dir"
+for c in schema simulate "simulate --calls" check-ops; do
+  name=$(echo "$c" | tr ' -' '__')
+  "$disp" $c "$tmp/dir" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+  [ $rc -eq 1 ]; check "${name}_directory_exit_1" $?
+  grep -q "cannot read $tmp/dir: Is a directory" "$tmp/err.txt"; check "${name}_directory_reason" $?
+  "$disp" $c "$tmp/missing.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+  [ $rc -eq 1 ] && grep -q "cannot read $tmp/missing.txt: No such file or directory" "$tmp/err.txt"
+  check "${name}_missing_file" $?
+done
+[ ! -s "$tmp/out.txt" ] || grep -q '^FAIL' "$tmp/out.txt"; check directory_prints_no_results $?
+printf 'def x::op(Tensor self) -> Tensor\nimpl CPU\000\nimpl Meta\n' > "$tmp/nulscript.txt"
+"$disp" simulate "$tmp/nulscript.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q 'line 2: contains a NUL byte' "$tmp/err.txt" && [ ! -s "$tmp/out.txt" ]
+check simulate_nul_refused $?
+"$disp" check-ops "$tmp/nulscript.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q 'line 2: contains a NUL byte' "$tmp/err.txt"; check check_ops_nul_refused $?
+if [ "$(id -u)" -ne 0 ]; then
+  printf 'a::f(Tensor x) -> Tensor\n' > "$tmp/secret.txt"; chmod 000 "$tmp/secret.txt"
+  "$disp" schema "$tmp/secret.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+  [ $rc -eq 1 ] && grep -q 'Permission denied' "$tmp/err.txt"; check schema_unreadable $?
+fi
+
 "$disp" keyset AutogradCPU PrivateUse1 | grep -q '^highest key: AutogradPrivateUse1$'; check keyset_autograd_privateuse1 $?
 "$disp" keyset CPU ADInplaceOrView AutogradCPU AutocastCPU | grep -qx 'DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)'; check keyset_print $?
 "$disp" keyset NotAKey >/dev/null 2>&1; [ $? -eq 1 ]; check keyset_bad_key $?

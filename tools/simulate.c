@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { MAX_IMPLS = 64 };
 
@@ -282,26 +283,64 @@ void sim_free(sim_script *s) {
   free(s);
 }
 
-char *sim_read_file(const char *path) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return NULL;
+/* Reads all of f into a new buffer with a NUL after the data. */
+static char *read_stream(FILE *f, size_t *len_out) {
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
   while (buf) {
-    size_t n = fread(buf + len, 1, cap - len - 1, f);
-    len += n;
+    len += fread(buf + len, 1, cap - len - 1, f);
     if (len + 1 < cap) break;
     char *p = realloc(buf, cap * 2);
     if (!p) {
       free(buf);
-      buf = NULL;
-      break;
+      errno = ENOMEM;
+      return NULL;
     }
     buf = p;
     cap *= 2;
   }
-  if (buf) buf[len] = '\0';
-  if (f != stdin) fclose(f);
-  if (!buf) errno = ENOMEM;
+  if (!buf) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (ferror(f)) { /* fread keeps errno: EISDIR, EIO, ... */
+    int e = errno ? errno : EIO;
+    free(buf);
+    errno = e;
+    return NULL;
+  }
+  buf[len] = '\0';
+  *len_out = len;
   return buf;
+}
+
+char *sim_read_file(const char *path, size_t *len) {
+  int use_stdin = strcmp(path, "-") == 0;
+  FILE *f = use_stdin ? stdin : fopen(path, "rb");
+  if (!f) return NULL;
+  /* fopen opens a directory for reading on Linux and fread may just see
+   * nothing: refuse it by its type rather than print nothing and succeed. */
+  struct stat sb;
+  char *text = NULL;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    errno = EISDIR;
+  } else {
+    errno = 0;
+    text = read_stream(f, len);
+  }
+  int e = errno;
+  if (!use_stdin) fclose(f);
+  errno = e;
+  return text;
+}
+
+int sim_nul_line(const char *text, size_t len, int *col) {
+  const char *nul = memchr(text, '\0', len);
+  if (!nul) return 0;
+  int line = 1;
+  const char *start = text;
+  for (const char *p = text; p < nul; p++)
+    if (*p == '\n') line++, start = p + 1;
+  if (col) *col = (int)(nul - start) + 1;
+  return line;
 }
