@@ -283,6 +283,10 @@ TEST(default_values_print_like_pytorch) {
       {"float x=-0.0", "float x=-0."},
       {"float x=1e10", "float x=10000000000"},
       {"float x=-2.5e20", "float x=-2.5e+20"},
+      /* 1.13 prints these without the '.', which reads back as an int. */
+      {"Scalar x=1e10", "Scalar x=10000000000."},
+      {"float? x=-2e10", "float? x=-20000000000."},
+      {"float[] x=[1e10]", "float[] x=[10000000000]"},
       {"float? x=1", "float? x=1"},
       {"Scalar x=1", "Scalar x=1"},
       {"Scalar x=1.5", "Scalar x=1.5"},
@@ -408,8 +412,11 @@ TEST(parse_ns_prepends_or_rejects_namespace) {
 TEST(print_then_parse_keeps_defaults) {
   static const struct {
     const char *text;
-    size_t items; /* of argument 0's default */
+    long long items; /* of argument 0's default list; -1: not a list */
   } cases[] = {
+      {"f(Scalar x=1e10) -> ()", -1},
+      {"f(int? x=01333333333333333333301e-05) -> ()", -1},
+      {"f(int x=2e10) -> ()", -1},
       {"f(int[] x=[1, 1]) -> ()", 2},
       {"g(int[3] x=[7,7]) -> ()", 2},
       {"g(int[3] x=7) -> ()", 3},
@@ -421,7 +428,8 @@ TEST(print_then_parse_keeps_defaults) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     disp_schema *s = NULL, *back = NULL;
     ASSERT_OK(disp_schema_parse(cases[i].text, &s));
-    ASSERT_EQ_INT((long long)s->args[0].default_value->num_items, (long long)cases[i].items);
+    if (cases[i].items >= 0)
+      ASSERT_EQ_INT((long long)s->args[0].default_value->num_items, cases[i].items);
     char *out = disp_schema_to_string(s);
     ASSERT_TRUE(out != NULL);
     if (disp_schema_parse(out, &back) != DISP_OK) TEST_FAIL_("%s does not parse: %s", out, disp_last_error());
