@@ -72,6 +72,46 @@ printf 'def x::op(Tensor self) -> Tensor\nimpl CPU\nimpl NotAKey\n' > "$tmp/scri
 [ $rc -eq 1 ]; check simulate_bad_exit_1 $?
 grep -q 'line 3' "$tmp/err.txt"; check simulate_bad_names_line $?
 "$disp" simulate "$data/dispatch/op2.txt" | head -1 | grep -qx '== oracle::op2'; check simulate_header $?
+# simulate --calls builds every operator's arguments and returns from its schema
+# (it used to call each one as (Tensor) -> Tensor: a use-after-free under ASan).
+cat > "$tmp/calls.txt" <<'END'
+def x::f(Tensor a, int b, float c=1.5, Tensor? d=None, int[2] k, Scalar s, str mode, Tensor[] ts, Tensor?[] os, SymInt[] sz, ScalarType dt, Device dev, bool flag=False, int[] dims=[0, 1]) -> Tensor
+impl CPU
+impl AutogradCPU
+def x::m(Tensor(a!) self, *, float eps=1e-05) -> (Tensor(a!), Tensor[], int, float, bool, Scalar, Tensor?)
+impl CompositeExplicitAutograd
+def x::n(Tensor self) -> ()
+fallback PrivateUse1 boxed
+impl CPU
+END
+"$disp" simulate --calls "$tmp/calls.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/err.txt" ]; check simulate_calls_any_schema_exit_0 $?
+[ "$(grep -c '^== ' "$tmp/out.txt")" -eq 3 ]; check simulate_calls_any_schema_all_ops $?
+# x::f and x::n: 4 CPU + 3 PrivateUse1 scenarios; x::m (CompositeExplicitAutograd): all 10
+[ "$(grep -c '^  result ok$' "$tmp/out.txt")" -eq 24 ]; check simulate_calls_any_schema_results $?
+grep -A3 '^== x::f' "$tmp/out.txt" | grep -q '^  kernel reg#0 \[CPU\] at CPU'; check simulate_calls_redispatch_reaches_cpu $?
+grep -q 'fallback \[boxed\] for x::n at PrivateUse1' "$tmp/out.txt"; check simulate_calls_fallback_returns_nothing $?
+cat > "$tmp/calls_bad.txt" <<'END'
+def x::g(Tensor a, Dict(str, Tensor) d) -> Tensor
+impl CPU
+def x::ok(Tensor a) -> Tensor
+impl CPU
+def x::h(int a) -> Tensor
+def x::q(Tensor a, Generator g) -> Tensor
+def x::r(Tensor a) -> Dict(str, Tensor)
+END
+"$disp" simulate --calls "$tmp/calls_bad.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ]; check simulate_calls_unbuildable_exit_1 $?
+grep -qx "disp simulate --calls: x::g: cannot build an argument of type 'Dict(str, Tensor)' (argument 2 'd')" "$tmp/err.txt"
+check simulate_calls_unbuildable_argument_named $?
+grep -qx "disp simulate --calls: x::q: cannot build an argument of type 'Generator' (argument 2 'g')" "$tmp/err.txt"
+check simulate_calls_generator_refused $?
+grep -qx "disp simulate --calls: x::h: cannot build a return of type 'Tensor' (return 1) without a Tensor argument" "$tmp/err.txt"
+check simulate_calls_tensor_return_needs_tensor $?
+grep -qx "disp simulate --calls: x::r: cannot build a return of type 'Dict(str, Tensor)' (return 1)" "$tmp/err.txt"
+check simulate_calls_unbuildable_return_named $?
+grep -qx '== x::ok' "$tmp/out.txt" && ! grep -q '^== x::[ghqr]' "$tmp/out.txt"; check simulate_calls_refusal_skips_only_that_op $?
+
 "$disp" table nosuch::op >/dev/null 2>&1; [ $? -eq 1 ]; check table_unknown_op $?
 "$disp" fallbacks | grep -q '^BackendSelect: fallthrough '; check fallbacks $?
 # Autocast: 1.13's kernels on AutocastCPU/AutocastCUDA for mm, the built-in fallthrough elsewhere.

@@ -140,7 +140,10 @@ static int cmd_simulate(int argc, char **argv) {
          "boxed|fallthrough; '#' comments; stops at '---') and prints, for each operator it\n"
          "defines, '== ns::op.overload' followed by its computed dispatch table.\n"
          "With --calls, calls each operator in the ten conformance scenarios instead and\n"
-         "prints which test kernels ran.");
+         "prints which test kernels ran. Arguments come from the schema: the scenario's\n"
+         "tensor for Tensor (and Tensor[]), None for optionals, trailing defaults, simple\n"
+         "values for numbers, strings, dtypes and devices; an operator with another\n"
+         "argument or return type is refused by name (exit 1).");
     return 0;
   }
   int calls = 0;

@@ -46,6 +46,20 @@ const char *sim_impl_debug(const sim_script *s, int op_index, int reg);
  */
 void sim_set_log(FILE *log);
 
+/*
+ * sim_is_tensor_argument - whether `disp simulate --calls` passes the
+ * scenario's tensor for an argument of this type: Tensor, Tensor[] (a list
+ * of it) and Tensor?[]. Tensor? gets None.
+ */
+int sim_is_tensor_argument(const disp_type *t);
+
+/*
+ * sim_check_returns - DISP_OK when the test kernels can make up op's returns
+ * (Tensor, Tensor[], optionals, numbers, bool, str; a Tensor needs a tensor
+ * argument); else DISP_ERR_TYPE naming the operator and the return type.
+ */
+disp_status sim_check_returns(const disp_op *op);
+
 /* sim_free - removes everything the script registered. NULL ok. */
 void sim_free(sim_script *s);
 
