@@ -8,6 +8,7 @@
 #define DISP_CONFORMANCE_MAIN_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,16 @@ static int conformance_cmp_names(const void *a, const void *b) {
  * and returns 0 when the file is unreadable or has no "---".
  */
 static int conformance_read_case(const char *path, char **script, char **expected) {
-  char *text = sim_read_file(path);
+  size_t len = 0;
+  int col = 0;
+  char *text = sim_read_file(path, &len);
   if (!text) {
-    printf("FAIL %s: cannot read\n", path);
+    printf("FAIL %s: cannot read: %s\n", path, strerror(errno));
+    return 0;
+  }
+  if (sim_nul_line(text, len, &col)) {
+    printf("FAIL %s: line %d: contains a NUL byte\n", path, sim_nul_line(text, len, &col));
+    free(text);
     return 0;
   }
   char *sep = strstr(text, "\n---\n");

@@ -2,9 +2,10 @@
  * fuzz_schema.c - libFuzzer target for the schema parser and printer.
  *
  * Any input must parse or fail cleanly (the sanitizers catch crashes and
- * leaks). When it parses, its printed form must parse again and print
- * identically, its copy must print identically, and it must be compatible
- * with itself; otherwise the target aborts. Names go through
+ * leaks). When it parses, its printed form must parse again to an equal
+ * schema (defaults, list sizes and alias sets included) that prints
+ * identically, its copy must equal it, and it must be compatible with
+ * itself; otherwise the target aborts. Names go through
  * disp_schema_parse_name as well.
  */
 #include <stdint.h>
@@ -47,6 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (strcmp(disp_schema_qualified_name(s), disp_schema_qualified_name(again)) != 0) {
       mismatch("names differ", disp_schema_qualified_name(s), disp_schema_qualified_name(again));
     }
+    disp_strbuf why;
+    disp__strbuf_init(&why);
+    if (!disp__schema_equal(s, again, &why)) {
+      mismatch("schema differs from its reprint", printed, disp__strbuf_cstr(&why));
+    }
+    disp__strbuf_free(&why);
     char *reason = NULL;
     if (disp__schema_check_compatible(s, again, &reason) != DISP_OK) {
       mismatch("schema differs from its reprint", printed, reason);
@@ -54,6 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     disp_schema *copy = disp_schema_copy(s);
     char *copied = copy ? disp_schema_to_string(copy) : NULL;
     if (!copied || strcmp(printed, copied) != 0) mismatch("copy prints differently", printed, copied);
+    if (!disp__schema_equal(s, copy, NULL)) mismatch("copy differs", printed, copied);
 
     /* Touch every accessor. */
     for (size_t i = 0; i < disp_schema_num_arguments(s); i++) {

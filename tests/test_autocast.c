@@ -9,7 +9,9 @@
  * a lower-precision result differs from float32 only by its final rounding.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gemm.h"
 #include "test.h"
@@ -108,8 +110,9 @@ TEST(nested_regions_restore_state) {
   ASSERT_OK(disp_autocast_get_dtype(DISP_BACKEND_CUDA, &dt));
   ASSERT_EQ_INT(dt, DISP_DTYPE_FLOAT16);
   ASSERT_FALSE(disp_autocast_is_cache_enabled());
-  disp_autocast_exit(&inner);
-  disp_autocast_exit(&inner); /* a second exit of one guard is ignored */
+  ASSERT_OK(disp_autocast_exit(&inner));
+  /* a second exit of one guard is refused and changes nothing */
+  ASSERT_STATUS(disp_autocast_exit(&inner), DISP_ERR_INVALID_ARG);
   ASSERT_OK(disp_autocast_get_dtype(DISP_BACKEND_CUDA, &dt));
   ASSERT_EQ_INT(dt, DISP_DTYPE_BFLOAT16);
   ASSERT_TRUE(disp_autocast_is_cache_enabled());
@@ -183,12 +186,120 @@ TEST(bad_dtype_and_device_are_errors_state_unchanged) {
   ASSERT_FALSE(disp_autocast_is_enabled(DISP_BACKEND_CPU));
   ASSERT_EQ_INT(disp_autocast_increment_nesting(), 1);
   ASSERT_EQ_INT(disp_autocast_decrement_nesting(), 0);
-  disp_autocast_exit(&g);
+  ASSERT_STATUS(disp_autocast_exit(&g), DISP_ERR_INVALID_ARG);
   ASSERT_EQ_INT(disp_autocast_increment_nesting(), 1);
   ASSERT_EQ_INT(disp_autocast_decrement_nesting(), 0);
   ASSERT_STATUS(disp_autocast_enter(DISP_BACKEND_HIP, DISP_DTYPE_FLOAT16, 1, 1, &g), DISP_ERR_INVALID_ARG);
   ASSERT_STATUS(disp_autocast_enter(DISP_BACKEND_CPU, DISP_DTYPE_BFLOAT16, 1, 1, NULL), DISP_ERR_INVALID_ARG);
-  disp_autocast_exit(NULL);
+  ASSERT_STATUS(disp_autocast_exit(NULL), DISP_ERR_INVALID_ARG);
+  return 0;
+}
+
+/* ---- region order --------------------------------------------------------- */
+
+/* The thread's autocast state, to show that a refused exit changes nothing. */
+typedef struct ac_state {
+  int cpu_on, cuda_on, cache_on, nesting;
+  disp_dtype cpu_dt, cuda_dt;
+} ac_state;
+
+static ac_state ac_snapshot(void) {
+  ac_state s;
+  s.cpu_on = disp_autocast_is_enabled(DISP_BACKEND_CPU);
+  s.cuda_on = disp_autocast_is_enabled(DISP_BACKEND_CUDA);
+  s.cache_on = disp_autocast_is_cache_enabled();
+  s.nesting = disp_autocast_increment_nesting() - 1;
+  disp_autocast_decrement_nesting();
+  disp_autocast_get_dtype(DISP_BACKEND_CPU, &s.cpu_dt);
+  disp_autocast_get_dtype(DISP_BACKEND_CUDA, &s.cuda_dt);
+  return s;
+}
+
+static int ac_same(ac_state a, ac_state b) {
+  return a.cpu_on == b.cpu_on && a.cuda_on == b.cuda_on && a.cache_on == b.cache_on &&
+         a.nesting == b.nesting && a.cpu_dt == b.cpu_dt && a.cuda_dt == b.cuda_dt;
+}
+
+TEST(out_of_order_exit_is_refused_and_changes_nothing) {
+  disp_autocast_guard a, b;
+  ASSERT_OK(disp_autocast_enter(DISP_BACKEND_CPU, DISP_DTYPE_BFLOAT16, 1, 1, &a));
+  ASSERT_OK(disp_autocast_enter(DISP_BACKEND_CUDA, DISP_DTYPE_BFLOAT16, 1, 0, &b));
+  ac_state inside = ac_snapshot();
+  ASSERT_EQ_INT(inside.nesting, 2);
+  ASSERT_STATUS(disp_autocast_exit(&a), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "autocast regions must be exited in reverse order of entry");
+  ASSERT_TRUE(ac_same(ac_snapshot(), inside));
+  /* Exiting in the right order still works, and leaves autocast off. */
+  ASSERT_OK(disp_autocast_exit(&b));
+  ASSERT_OK(disp_autocast_exit(&a));
+  ac_state after = ac_snapshot();
+  ASSERT_FALSE(after.cpu_on);
+  ASSERT_FALSE(after.cuda_on);
+  ASSERT_TRUE(after.cache_on);
+  ASSERT_EQ_INT(after.nesting, 0);
+  ASSERT_EQ_INT(after.cuda_dt, DISP_DTYPE_FLOAT16);
+  return 0;
+}
+
+TEST(exit_of_a_guard_not_open_is_refused) {
+  ac_state outside = ac_snapshot();
+  disp_autocast_guard never;
+  memset(&never, 0, sizeof never);
+  ASSERT_STATUS(disp_autocast_exit(&never), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "not an open autocast region");
+  ASSERT_TRUE(ac_same(ac_snapshot(), outside));
+
+  disp_autocast_guard g;
+  ASSERT_OK(disp_autocast_enter(DISP_BACKEND_CPU, DISP_DTYPE_BFLOAT16, 1, 1, &g));
+  ac_state inside = ac_snapshot();
+  ASSERT_STATUS(disp_autocast_exit(&never), DISP_ERR_INVALID_ARG); /* another guard */
+  ASSERT_TRUE(ac_same(ac_snapshot(), inside));
+  /* Entering a guard that is open would lose the state its exit restores. */
+  ASSERT_STATUS(disp_autocast_enter(DISP_BACKEND_CUDA, DISP_DTYPE_FLOAT16, 1, 1, &g), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "already an open autocast region");
+  ASSERT_TRUE(ac_same(ac_snapshot(), inside));
+  /* A copy of the guard is the same region: either may exit it, once. */
+  disp_autocast_guard copy = g;
+  ASSERT_OK(disp_autocast_exit(&copy));
+  ASSERT_TRUE(ac_same(ac_snapshot(), outside));
+  ASSERT_STATUS(disp_autocast_exit(&g), DISP_ERR_INVALID_ARG);
+  ASSERT_STATUS(disp_autocast_exit(&copy), DISP_ERR_INVALID_ARG);
+  ASSERT_TRUE(ac_same(ac_snapshot(), outside));
+  return 0;
+}
+
+static void *exit_elsewhere(void *guard) {
+  disp_status st = disp_autocast_exit(guard);
+  return (void *)(intptr_t)(st == DISP_ERR_INVALID_ARG &&
+                            strstr(disp_last_error(), "not an open autocast region") != NULL);
+}
+
+TEST(exit_from_another_thread_is_refused) {
+  disp_autocast_guard g;
+  ASSERT_OK(disp_autocast_enter(DISP_BACKEND_CPU, DISP_DTYPE_BFLOAT16, 1, 1, &g));
+  ac_state inside = ac_snapshot();
+  pthread_t t;
+  void *refused = NULL;
+  ASSERT_EQ_INT(pthread_create(&t, NULL, exit_elsewhere, &g), 0);
+  ASSERT_EQ_INT(pthread_join(t, &refused), 0);
+  ASSERT_TRUE(refused != NULL);
+  ASSERT_TRUE(ac_same(ac_snapshot(), inside));
+  ASSERT_OK(disp_autocast_exit(&g));
+  ASSERT_FALSE(disp_autocast_is_enabled(DISP_BACKEND_CPU));
+  return 0;
+}
+
+TEST(too_many_nested_regions_are_refused) {
+  enum { N = 64 };
+  static disp_autocast_guard g[N + 1];
+  for (int i = 0; i < N; i++) ASSERT_OK(disp_autocast_enter(DISP_BACKEND_CPU, DISP_DTYPE_BFLOAT16, i % 2, 1, &g[i]));
+  ac_state deep = ac_snapshot();
+  ASSERT_STATUS(disp_autocast_enter(DISP_BACKEND_CPU, DISP_DTYPE_BFLOAT16, 1, 1, &g[N]), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "more than 64 nested autocast regions");
+  ASSERT_TRUE(ac_same(ac_snapshot(), deep));
+  for (int i = N - 1; i >= 0; i--) ASSERT_OK(disp_autocast_exit(&g[i]));
+  ASSERT_FALSE(disp_autocast_is_enabled(DISP_BACKEND_CPU));
+  ASSERT_EQ_INT(ac_snapshot().nesting, 0);
   return 0;
 }
 
@@ -864,6 +975,10 @@ TEST(tables_show_1_13_autocast_lists) {
 TEST_LIST = {
     TEST_ENTRY(defaults_match_pytorch_1_13),
     TEST_ENTRY(nested_regions_restore_state),
+    TEST_ENTRY(out_of_order_exit_is_refused_and_changes_nothing),
+    TEST_ENTRY(exit_of_a_guard_not_open_is_refused),
+    TEST_ENTRY(exit_from_another_thread_is_refused),
+    TEST_ENTRY(too_many_nested_regions_are_refused),
     TEST_ENTRY(state_is_per_thread),
     TEST_ENTRY(bad_dtype_and_device_are_errors_state_unchanged),
     TEST_ENTRY(eligibility_and_promote_type),

@@ -29,6 +29,38 @@ grep -q '^ok::a(Tensor x) -> Tensor$' "$tmp/out.txt"; check schema_bad_keeps_goo
 "$disp" schema "$data/schemas.txt" > "$tmp/all.txt"; check schema_all_exit_0 $?
 grep -v '^#' "$data/schemas.txt" | cmp -s - "$tmp/all.txt"; check schema_all_roundtrip $?
 
+# Input files: read whole (a NUL byte is an error for its line, not the end of the
+# file); directories and unreadable files are errors with the reason; exit 1.
+printf 'a::f(Tensor x) -> Tensor\nb::g(Tensor\000 x) -> Tensor\nc::h(int x) -> ()\n' > "$tmp/nul.txt"
+"$disp" schema "$tmp/nul.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ]; check schema_nul_exit_1 $?
+grep -qx '2:12: error: line 2 contains a NUL byte' "$tmp/err.txt"; check schema_nul_located $?
+printf 'a::f(Tensor x) -> Tensor\nc::h(int x) -> ()\n' | cmp -s - "$tmp/out.txt"; check schema_nul_keeps_other_lines $?
+"$disp" schema < "$tmp/nul.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q 'line 2 contains a NUL byte' "$tmp/err.txt"; check schema_stdin_nul $?
+mkdir "$tmp/dir"
+for c in schema simulate "simulate --calls" check-ops; do
+  name=$(echo "$c" | tr ' -' '__')
+  "$disp" $c "$tmp/dir" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+  [ $rc -eq 1 ]; check "${name}_directory_exit_1" $?
+  grep -q "cannot read $tmp/dir: Is a directory" "$tmp/err.txt"; check "${name}_directory_reason" $?
+  "$disp" $c "$tmp/missing.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+  [ $rc -eq 1 ] && grep -q "cannot read $tmp/missing.txt: No such file or directory" "$tmp/err.txt"
+  check "${name}_missing_file" $?
+done
+[ ! -s "$tmp/out.txt" ] || grep -q '^FAIL' "$tmp/out.txt"; check directory_prints_no_results $?
+printf 'def x::op(Tensor self) -> Tensor\nimpl CPU\000\nimpl Meta\n' > "$tmp/nulscript.txt"
+"$disp" simulate "$tmp/nulscript.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q 'line 2: contains a NUL byte' "$tmp/err.txt" && [ ! -s "$tmp/out.txt" ]
+check simulate_nul_refused $?
+"$disp" check-ops "$tmp/nulscript.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q 'line 2: contains a NUL byte' "$tmp/err.txt"; check check_ops_nul_refused $?
+if [ "$(id -u)" -ne 0 ]; then
+  printf 'a::f(Tensor x) -> Tensor\n' > "$tmp/secret.txt"; chmod 000 "$tmp/secret.txt"
+  "$disp" schema "$tmp/secret.txt" > /dev/null 2> "$tmp/err.txt"; rc=$?
+  [ $rc -eq 1 ] && grep -q 'Permission denied' "$tmp/err.txt"; check schema_unreadable $?
+fi
+
 "$disp" keyset AutogradCPU PrivateUse1 | grep -q '^highest key: AutogradPrivateUse1$'; check keyset_autograd_privateuse1 $?
 "$disp" keyset CPU ADInplaceOrView AutogradCPU AutocastCPU | grep -qx 'DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)'; check keyset_print $?
 "$disp" keyset NotAKey >/dev/null 2>&1; [ $? -eq 1 ]; check keyset_bad_key $?
@@ -40,6 +72,46 @@ printf 'def x::op(Tensor self) -> Tensor\nimpl CPU\nimpl NotAKey\n' > "$tmp/scri
 [ $rc -eq 1 ]; check simulate_bad_exit_1 $?
 grep -q 'line 3' "$tmp/err.txt"; check simulate_bad_names_line $?
 "$disp" simulate "$data/dispatch/op2.txt" | head -1 | grep -qx '== oracle::op2'; check simulate_header $?
+# simulate --calls builds every operator's arguments and returns from its schema
+# (it used to call each one as (Tensor) -> Tensor: a use-after-free under ASan).
+cat > "$tmp/calls.txt" <<'END'
+def x::f(Tensor a, int b, float c=1.5, Tensor? d=None, int[2] k, Scalar s, str mode, Tensor[] ts, Tensor?[] os, SymInt[] sz, ScalarType dt, Device dev, bool flag=False, int[] dims=[0, 1]) -> Tensor
+impl CPU
+impl AutogradCPU
+def x::m(Tensor(a!) self, *, float eps=1e-05) -> (Tensor(a!), Tensor[], int, float, bool, Scalar, Tensor?)
+impl CompositeExplicitAutograd
+def x::n(Tensor self) -> ()
+fallback PrivateUse1 boxed
+impl CPU
+END
+"$disp" simulate --calls "$tmp/calls.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 0 ] && [ ! -s "$tmp/err.txt" ]; check simulate_calls_any_schema_exit_0 $?
+[ "$(grep -c '^== ' "$tmp/out.txt")" -eq 3 ]; check simulate_calls_any_schema_all_ops $?
+# x::f and x::n: 4 CPU + 3 PrivateUse1 scenarios; x::m (CompositeExplicitAutograd): all 10
+[ "$(grep -c '^  result ok$' "$tmp/out.txt")" -eq 24 ]; check simulate_calls_any_schema_results $?
+grep -A3 '^== x::f' "$tmp/out.txt" | grep -q '^  kernel reg#0 \[CPU\] at CPU'; check simulate_calls_redispatch_reaches_cpu $?
+grep -q 'fallback \[boxed\] for x::n at PrivateUse1' "$tmp/out.txt"; check simulate_calls_fallback_returns_nothing $?
+cat > "$tmp/calls_bad.txt" <<'END'
+def x::g(Tensor a, Dict(str, Tensor) d) -> Tensor
+impl CPU
+def x::ok(Tensor a) -> Tensor
+impl CPU
+def x::h(int a) -> Tensor
+def x::q(Tensor a, Generator g) -> Tensor
+def x::r(Tensor a) -> Dict(str, Tensor)
+END
+"$disp" simulate --calls "$tmp/calls_bad.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
+[ $rc -eq 1 ]; check simulate_calls_unbuildable_exit_1 $?
+grep -qx "disp simulate --calls: x::g: cannot build an argument of type 'Dict(str, Tensor)' (argument 2 'd')" "$tmp/err.txt"
+check simulate_calls_unbuildable_argument_named $?
+grep -qx "disp simulate --calls: x::q: cannot build an argument of type 'Generator' (argument 2 'g')" "$tmp/err.txt"
+check simulate_calls_generator_refused $?
+grep -qx "disp simulate --calls: x::h: cannot build a return of type 'Tensor' (return 1) without a Tensor argument" "$tmp/err.txt"
+check simulate_calls_tensor_return_needs_tensor $?
+grep -qx "disp simulate --calls: x::r: cannot build a return of type 'Dict(str, Tensor)' (return 1)" "$tmp/err.txt"
+check simulate_calls_unbuildable_return_named $?
+grep -qx '== x::ok' "$tmp/out.txt" && ! grep -q '^== x::[ghqr]' "$tmp/out.txt"; check simulate_calls_refusal_skips_only_that_op $?
+
 "$disp" table nosuch::op >/dev/null 2>&1; [ $? -eq 1 ]; check table_unknown_op $?
 "$disp" fallbacks | grep -q '^BackendSelect: fallthrough '; check fallbacks $?
 # Autocast: 1.13's kernels on AutocastCPU/AutocastCUDA for mm, the built-in fallthrough elsewhere.

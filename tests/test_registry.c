@@ -4,6 +4,7 @@
  * Every error case checks the message (PyTorch's wording) and that the
  * registry is unchanged afterwards, by comparing dumps taken before and after.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,6 +226,40 @@ TEST(malformed_schema_is_located_and_registers_nothing) {
   return 0;
 }
 
+/* A namespace must be an identifier, as PyTorch's `ns::op` reads it; a bad
+ * one is refused when the library is opened, naming it and the rule. */
+TEST(invalid_namespaces_are_refused) {
+  static const char *const bad[] = {"", "a b", "x::y", "1abc", "a-b", "ns\n", "\xc3\xa9t\xc3\xa9", "a.b"};
+  static const disp_library_kind kinds[] = {DISP_LIBRARY_DEF, DISP_LIBRARY_FRAGMENT, DISP_LIBRARY_IMPL};
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+      disp_library *lib = NULL;
+      ASSERT_STATUS(disp_library_new(kinds[k], bad[i], DISP_KEY_CPU, "n.c", 1, &lib), DISP_ERR_INVALID_ARG);
+      ASSERT_TRUE(lib == NULL);
+      char quoted[64];
+      snprintf(quoted, sizeof quoted, "invalid namespace \"%s\"", bad[i]);
+      ASSERT_CONTAINS(disp_last_error(), quoted);
+      ASSERT_CONTAINS(disp_last_error(), "a namespace must be a valid identifier");
+    }
+    disp_library *lib = NULL;
+    ASSERT_STATUS(disp_library_new(kinds[k], NULL, DISP_KEY_CPU, "n.c", 1, &lib), DISP_ERR_INVALID_ARG);
+    ASSERT_TRUE(lib == NULL);
+    ASSERT_CONTAINS(disp_last_error(), "the namespace is NULL; a namespace must be a valid identifier");
+  }
+  /* Nothing was claimed: the namespaces that are fine still open. */
+  static const char *const good[] = {"_ok", "a1", "A_b_9", "x"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+    disp_library *lib = NULL;
+    ASSERT_OK(disp_library_new(DISP_LIBRARY_DEF, good[i], DISP_KEY_UNDEFINED, "n.c", 2, &lib));
+    disp_library_free(lib);
+  }
+  disp_library *any = NULL;
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "_", DISP_KEY_CPU, "n.c", 3, &any));
+  disp_library_free(any);
+  ASSERT_OK(disp_registry_check());
+  return 0;
+}
+
 TEST(impl_namespace_and_key_errors) {
   disp_library *impl = NULL, *dense = NULL;
   ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "t7", DISP_KEY_CPU, "i.c", 2, &impl));
@@ -409,6 +444,7 @@ TEST_LIST = {
     TEST_ENTRY(def_after_mismatching_impl_fails_and_changes_nothing),
     TEST_ENTRY(malformed_schema_is_located_and_registers_nothing),
     TEST_ENTRY(impl_namespace_and_key_errors),
+    TEST_ENTRY(invalid_namespaces_are_refused),
     TEST_ENTRY(fallback_errors),
     TEST_ENTRY(kernel_stack_newest_wins_and_removal_restores),
     TEST_ENTRY(impl_before_def_and_dangling_impls),

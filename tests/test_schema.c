@@ -70,6 +70,12 @@ TEST(round_trip_pytorch_schemas) {
       if (!again || strcmp(again, line) != 0) bad++;
       free(again);
       disp_schema_free(c);
+      /* The printed text parses to an equal schema, defaults included. */
+      disp_schema *back = NULL;
+      if (disp_schema_parse(out, &back) != DISP_OK || !disp__schema_equal(s, back, NULL)) {
+        if (bad++ < 5) fprintf(stderr, "reads back differently: %s\n", line);
+      }
+      disp_schema_free(back);
     }
     free(out);
     disp_schema_free(s);
@@ -277,6 +283,10 @@ TEST(default_values_print_like_pytorch) {
       {"float x=-0.0", "float x=-0."},
       {"float x=1e10", "float x=10000000000"},
       {"float x=-2.5e20", "float x=-2.5e+20"},
+      /* 1.13 prints these without the '.', which reads back as an int. */
+      {"Scalar x=1e10", "Scalar x=10000000000."},
+      {"float? x=-2e10", "float? x=-20000000000."},
+      {"float[] x=[1e10]", "float[] x=[10000000000]"},
       {"float? x=1", "float? x=1"},
       {"Scalar x=1", "Scalar x=1"},
       {"Scalar x=1.5", "Scalar x=1.5"},
@@ -293,8 +303,12 @@ TEST(default_values_print_like_pytorch) {
       {"bool b=False", "bool b=False"},
       {"int[2] x=[1, 1]", "int[2] x=1"},
       {"int[2] x=[1, 2]", "int[2] x=[1, 2]"},
-      {"int[] x=[3, 3]", "int[] x=3"},
-      {"int[] x=3", "int[] x=3"},
+      /* 1.13 prints these as one number, which reads back as another list
+       * (`int[3] x=7` is [7, 7, 7]) or not at all (`int[] x=3`): in full. */
+      {"int[] x=[3, 3]", "int[] x=[3, 3]"},
+      {"int[3] x=[7, 7]", "int[3] x=[7, 7]"},
+      {"int[3] x=[7, 7, 7]", "int[3] x=7"},
+      {"int[2] x=[]", "int[2] x=[]"},
       {"int[1] x=3", "int[1] x=[3]"},
       {"int[0] x=3", "int[0] x=[]"},
       {"float[] x=[1, 2.5]", "float[] x=[1., 2.5]"},
@@ -394,6 +408,67 @@ TEST(parse_ns_prepends_or_rejects_namespace) {
   return 0;
 }
 
+/* parse -> print -> parse keeps every default, list lengths included. */
+TEST(print_then_parse_keeps_defaults) {
+  static const struct {
+    const char *text;
+    long long items; /* of argument 0's default list; -1: not a list */
+  } cases[] = {
+      {"f(Scalar x=1e10) -> ()", -1},
+      {"f(int? x=01333333333333333333301e-05) -> ()", -1},
+      {"f(int x=2e10) -> ()", -1},
+      {"f(int[] x=[1, 1]) -> ()", 2},
+      {"g(int[3] x=[7,7]) -> ()", 2},
+      {"g(int[3] x=7) -> ()", 3},
+      {"g(int[2] x=[]) -> ()", 0},
+      {"g(int[1] x=[-2, -1]) -> ()", 2},
+      {"g(bool[2] x=True) -> ()", 2},
+      {"g(float[] x=[1, 1]) -> ()", 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    disp_schema *s = NULL, *back = NULL;
+    ASSERT_OK(disp_schema_parse(cases[i].text, &s));
+    if (cases[i].items >= 0)
+      ASSERT_EQ_INT((long long)s->args[0].default_value->num_items, cases[i].items);
+    char *out = disp_schema_to_string(s);
+    ASSERT_TRUE(out != NULL);
+    if (disp_schema_parse(out, &back) != DISP_OK) TEST_FAIL_("%s does not parse: %s", out, disp_last_error());
+    disp_strbuf why;
+    disp__strbuf_init(&why);
+    int equal = disp__schema_equal(s, back, &why);
+    if (!equal) TEST_FAIL_("%s -> %s: %s", cases[i].text, out, disp__strbuf_cstr(&why));
+    disp__strbuf_free(&why);
+    free(out);
+    disp_schema_free(back);
+    disp_schema_free(s);
+  }
+  return 0;
+}
+
+/* disp__schema_equal tells defaults apart, which compatibility ignores. */
+TEST(schema_equality_compares_defaults) {
+  static const char *const differ[][2] = {
+      {"f(int[] x=[1, 1]) -> ()", "f(int[] x=[1]) -> ()"},
+      {"f(float x=0.) -> ()", "f(float x=-0.) -> ()"},
+      {"f(str x=\"a\") -> ()", "f(str x=\"b\") -> ()"},
+      {"f(int x=1) -> ()", "f(int x) -> ()"},
+      {"f(int[2] x) -> ()", "f(int[3] x) -> ()"},
+      {"f(SymInt x) -> ()", "f(int x) -> ()"},
+      {"f(Tensor(a) x) -> ()", "f(Tensor(b) x) -> ()"},
+      {"f(int x, *, int y) -> ()", "f(int x, int y) -> ()"},
+  };
+  for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+    disp_schema *a = NULL, *b = NULL;
+    ASSERT_OK(disp_schema_parse(differ[i][0], &a));
+    ASSERT_OK(disp_schema_parse(differ[i][1], &b));
+    ASSERT_TRUE(disp__schema_equal(a, a, NULL));
+    if (disp__schema_equal(a, b, NULL)) TEST_FAIL_("%s == %s", differ[i][0], differ[i][1]);
+    disp_schema_free(a);
+    disp_schema_free(b);
+  }
+  return 0;
+}
+
 /* ---- errors --------------------------------------------------------------- */
 
 TEST(malformed_schemas_report_line_and_column) {
@@ -431,7 +506,9 @@ TEST(malformed_schemas_report_line_and_column) {
        "1:17: error: expected a finite float within range, found '1e999'"},
       {"aten::f(int[2.5] x) -> Tensor", "1:13: error: expected an integer, found '2.5'"},
       {"aten::f(int[99999999999] x) -> Tensor", "1:13: error: list size out of range"},
-      {"aten::f(int[] x=None) -> Tensor", "1:17: error: expected an integer, found 'None'"},
+      /* 1.13's parseConstantList: an unsized list default must be a list. */
+      {"aten::f(int[] x=None) -> Tensor", "1:17: error: expected '[', found 'None'"},
+      {"aten::f(int[] x=1) -> Tensor", "1:17: error: expected '[', found '1'"},
       {"aten::f(float[] x=1.5) -> Tensor", "1:19: error: expected '[', found '1.5'"},
       {"aten::f(Tensor[] x=[]) -> Tensor",
        "1:20: error: list default values are only supported for int, float and bool lists"},
@@ -601,6 +678,8 @@ TEST(copy_is_independent) {
 
 TEST_LIST = {
     TEST_ENTRY(round_trip_pytorch_schemas),
+    TEST_ENTRY(print_then_parse_keeps_defaults),
+    TEST_ENTRY(schema_equality_compares_defaults),
     TEST_ENTRY(accessors_add_tensor),
     TEST_ENTRY(accessors_out_variant),
     TEST_ENTRY(accessors_custom_class_and_optional),

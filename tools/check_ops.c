@@ -23,6 +23,7 @@
  * That is how "Meta results agree with CPU results" is checked: both are
  * compared with the same PyTorch CPU reference.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -647,6 +648,26 @@ static void quiet_warning(const char *message, void *user_data) {
   if (*(const int *)user_data) printf("  warning: %s\n", message);
 }
 
+/*
+ * The text of one case file, or NULL after saying why on stderr and as a
+ * FAIL line: unreadable, a directory, or a NUL byte (which would end the
+ * text early and silently drop the cases after it).
+ */
+static char *read_cases_file(const char *path) {
+  size_t len = 0;
+  char *text = sim_read_file(path, &len);
+  char why[256];
+  int col, nul_line = 0;
+  if (!text) snprintf(why, sizeof why, "cannot read %s: %s", path, strerror(errno));
+  else if ((nul_line = sim_nul_line(text, len, &col)) != 0)
+    snprintf(why, sizeof why, "%s: line %d: contains a NUL byte", path, nul_line);
+  else return text;
+  free(text);
+  fprintf(stderr, "disp check-ops: %s\n", why);
+  printf("FAIL %s: %s\n", path, why);
+  return NULL;
+}
+
 static const char *const check_usage =
     "usage: disp check-ops [--device cpu|meta] [--verbose] [--fill-defaults] FILE...\n\n"
     "Runs reference cases (shared/conformance/ops format) through the dispatcher with\n"
@@ -686,8 +707,8 @@ int disp_tool_check_ops(int argc, char **argv) {
   long passed = 0, failed = 0, skipped = 0, by_class[CL_COUNT] = {0};
   for (int i = 0; i < argc; i++) {
     if (argv[i][0] == '-' && argv[i][1]) { if (!strcmp(argv[i], "--device")) i++; continue; }
-    char *text = sim_read_file(argv[i]);
-    if (!text) { printf("FAIL %s: cannot read the file\n", argv[i]); failed++; continue; }
+    char *text = read_cases_file(argv[i]);
+    if (!text) { failed++; by_class[6 /* harness */]++; continue; }
     chk_case *cases = NULL;
     size_t ncases = 0;
     char err[512];

@@ -9,6 +9,7 @@
  *   disp fallbacks                the backend fallbacks in force
  *   disp ops                      every registered operator's schema
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,12 +59,45 @@ static int fail(const char *what) {
 
 /* ---- schema ------------------------------------------------------------- */
 
+/*
+ * Reads a subcommand's input file whole. On failure prints
+ * "disp CMD: cannot read PATH: <reason>" and returns NULL.
+ */
+static char *read_input(const char *cmd, const char *path, size_t *len) {
+  char *text = sim_read_file(path, len);
+  if (!text) fprintf(stderr, "disp %s: cannot read %s: %s\n", cmd, path, strerror(errno));
+  return text;
+}
+
+/* Prints one schema line's canonical form, or its located error; 1 on error. */
+static int print_schema_line(const char *line, int lineno) {
+  disp_schema *s = NULL;
+  if (disp_schema_parse(line, &s) != DISP_OK) {
+    /* The parser numbers lines within the text it was given (one line);
+     * replace its "1:" with the line number in the file. */
+    const char *msg = disp_last_error();
+    if (!strncmp(msg, "1:", 2)) msg += 2, fprintf(stderr, "%d:", lineno);
+    fprintf(stderr, "%s\n", msg);
+    return 1;
+  }
+  char *out = disp_schema_to_string(s);
+  disp_schema_free(s);
+  if (!out) {
+    fprintf(stderr, "%d: error: out of memory printing the schema\n", lineno);
+    return 1;
+  }
+  puts(out);
+  free(out);
+  return 0;
+}
+
 static int cmd_schema(int argc, char **argv) {
   if (want_help(argc, argv)) {
     puts("usage: disp schema [FILE|-]\n\nReads one schema per line (default: stdin) and prints each in\n"
          "PyTorch's canonical form. Empty lines and lines starting with '#' are skipped.\n"
          "A line that does not parse prints its error to stderr, prefixed with the input line\n"
-         "number (LINE:COL: error: expected ..., found ...); the exit status is then 1.");
+         "number (LINE:COL: error: expected ..., found ...), as does a line holding a NUL\n"
+         "byte; the exit status is then 1. An unreadable FILE or a directory is exit 1.");
     return 0;
   }
   if (argc > 1) {
@@ -71,32 +105,25 @@ static int cmd_schema(int argc, char **argv) {
     return 2;
   }
   const char *path = argc == 1 ? argv[0] : "-";
-  char *text = sim_read_file(path);
-  if (!text) {
-    fprintf(stderr, "disp schema: cannot read %s\n", path);
-    return 1;
-  }
+  size_t len = 0;
+  char *text = read_input("schema", path, &len);
+  if (!text) return 1;
   int bad = 0, lineno = 0;
-  for (char *line = text, *next; line; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
+  /* By length, not by C string: a NUL byte must not end the file early. */
+  for (char *line = text, *end = text + len, *next; line < end; line = next) {
+    char *nl = memchr(line, '\n', (size_t)(end - line));
+    next = nl ? nl + 1 : end;
+    size_t n = (size_t)((nl ? nl : end) - line);
+    line[n] = '\0'; /* the newline, or the NUL after the text */
     lineno++;
-    if (!*line && !next) break;
-    if (!*line || line[0] == '#') continue;
-    disp_schema *s = NULL;
-    if (disp_schema_parse(line, &s) != DISP_OK) {
-      /* The parser numbers lines within the text it was given (one line);
-       * replace its "1:" with the line number in the file. */
-      const char *msg = disp_last_error();
-      if (!strncmp(msg, "1:", 2)) msg += 2, fprintf(stderr, "%d:", lineno);
-      fprintf(stderr, "%s\n", msg);
+    int col = 0;
+    if (sim_nul_line(line, n, &col)) {
+      fprintf(stderr, "%d:%d: error: line %d contains a NUL byte\n", lineno, col, lineno);
       bad = 1;
       continue;
     }
-    char *out = disp_schema_to_string(s);
-    puts(out ? out : "");
-    free(out);
-    disp_schema_free(s);
+    if (!*line || line[0] == '#') continue;
+    bad |= print_schema_line(line, lineno);
   }
   free(text);
   return bad;
@@ -113,7 +140,10 @@ static int cmd_simulate(int argc, char **argv) {
          "boxed|fallthrough; '#' comments; stops at '---') and prints, for each operator it\n"
          "defines, '== ns::op.overload' followed by its computed dispatch table.\n"
          "With --calls, calls each operator in the ten conformance scenarios instead and\n"
-         "prints which test kernels ran.");
+         "prints which test kernels ran. Arguments come from the schema: the scenario's\n"
+         "tensor for Tensor (and Tensor[]), None for optionals, trailing defaults, simple\n"
+         "values for numbers, strings, dtypes and devices; an operator with another\n"
+         "argument or return type is refused by name (exit 1).");
     return 0;
   }
   int calls = 0;
@@ -122,9 +152,13 @@ static int cmd_simulate(int argc, char **argv) {
     fprintf(stderr, "disp simulate: expected one FILE\n");
     return 2;
   }
-  char *text = sim_read_file(argv[0]);
-  if (!text) {
-    fprintf(stderr, "disp simulate: cannot read %s\n", argv[0]);
+  size_t len = 0;
+  char *text = read_input("simulate", argv[0], &len);
+  if (!text) return 1;
+  int col, nul_line = sim_nul_line(text, len, &col);
+  if (nul_line) {
+    fprintf(stderr, "disp: %s: line %d: contains a NUL byte\n", argv[0], nul_line);
+    free(text);
     return 1;
   }
   sim_script *s = NULL;

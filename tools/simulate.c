@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { MAX_IMPLS = 64 };
 
@@ -43,6 +44,108 @@ static int is_backend_or_composite(disp_key k) {
          (f == DISP_KEY_DENSE || f == DISP_KEY_QUANTIZED || f == DISP_KEY_SPARSE);
 }
 
+/* ---- the returns of a kernel that does not pass the call on ---- */
+
+/* Whether a value of this type can be made up as a return (see below). */
+static int return_buildable(const disp_type *t) {
+  switch (disp_schema_type_kind(t)) {
+    case DISP_TYPE_TENSOR: case DISP_TYPE_OPTIONAL: case DISP_TYPE_NONE:
+    case DISP_TYPE_INT: case DISP_TYPE_SYMINT: case DISP_TYPE_SCALAR_TYPE:
+    case DISP_TYPE_LAYOUT: case DISP_TYPE_MEMORY_FORMAT: case DISP_TYPE_FLOAT:
+    case DISP_TYPE_BOOL: case DISP_TYPE_SCALAR: case DISP_TYPE_STR:
+      return 1;
+    case DISP_TYPE_LIST:
+      return disp_schema_type_kind(disp_schema_type_element(t, 0)) == DISP_TYPE_TENSOR;
+    default:
+      return 0;
+  }
+}
+
+int sim_is_tensor_argument(const disp_type *t) {
+  if (disp_schema_type_kind(t) == DISP_TYPE_TENSOR) return 1;
+  if (disp_schema_type_kind(t) != DISP_TYPE_LIST) return 0;
+  const disp_type *e = disp_schema_type_element(t, 0);
+  if (disp_schema_type_kind(e) == DISP_TYPE_OPTIONAL) e = disp_schema_type_element(e, 0);
+  return disp_schema_type_kind(e) == DISP_TYPE_TENSOR;
+}
+
+static int has_tensor_argument(const disp_schema *s) {
+  for (size_t i = 0; i < disp_schema_num_arguments(s); i++)
+    if (sim_is_tensor_argument(disp_schema_argument_type(s, i))) return 1;
+  return 0;
+}
+
+static int needs_tensor(const disp_type *t) {
+  disp_type_kind k = disp_schema_type_kind(t);
+  return k == DISP_TYPE_TENSOR || k == DISP_TYPE_LIST;
+}
+
+disp_status sim_check_returns(const disp_op *op) {
+  const disp_schema *s = disp_op_schema(op);
+  for (size_t i = 0; i < disp_schema_num_returns(s); i++) {
+    const disp_type *t = disp_schema_return_type(s, i);
+    if (!return_buildable(t))
+      return disp_set_error(DISP_ERR_TYPE, "%s: cannot build a return of type '%s' (return %zu)",
+                            disp_op_name(op), disp_schema_return_type_str(s, i), i + 1);
+    if (needs_tensor(t) && !has_tensor_argument(s))
+      return disp_set_error(DISP_ERR_TYPE,
+                            "%s: cannot build a return of type '%s' (return %zu) without a Tensor argument",
+                            disp_op_name(op), disp_schema_return_type_str(s, i), i + 1);
+  }
+  return DISP_OK;
+}
+
+/* The first tensor among the top n values (a Tensor or a list element). */
+static disp_tensor *first_tensor(disp_stack *stack, size_t n) {
+  for (size_t i = n; i-- > 0;) {
+    const disp_value *v = disp_stack_peek(stack, i);
+    if (v->tag == DISP_VALUE_TENSOR) return v->u.tensor;
+    if (v->tag == DISP_VALUE_TENSOR_LIST)
+      for (size_t j = 0; j < v->u.tensors.len; j++)
+        if (v->u.tensors.data[j]) return v->u.tensors.data[j];
+  }
+  return NULL;
+}
+
+static disp_status push_return(disp_stack *stack, const disp_type *t, disp_tensor *tensor) {
+  switch (disp_schema_type_kind(t)) {
+    case DISP_TYPE_TENSOR: return disp_stack_push_tensor(stack, tensor);
+    case DISP_TYPE_LIST: return disp_stack_push_tensor_list(stack, &tensor, 1);
+    case DISP_TYPE_OPTIONAL: case DISP_TYPE_NONE: return disp_stack_push_none(stack);
+    case DISP_TYPE_FLOAT: return disp_stack_push_double(stack, 0.0);
+    case DISP_TYPE_BOOL: return disp_stack_push_bool(stack, false);
+    case DISP_TYPE_SCALAR: return disp_stack_push_scalar(stack, disp_scalar_int(0));
+    case DISP_TYPE_STR: return disp_stack_push_string(stack, "");
+    default: return disp_stack_push_int(stack, 0);
+  }
+}
+
+/*
+ * sim_push_returns - replaces the arguments on the stack with made-up
+ * returns: the first tensor argument for a Tensor (a list of it for
+ * Tensor[]), None for an optional, zero/False/"" for the rest. For
+ * `(Tensor) -> Tensor` that is the conformance README's "returns its input".
+ */
+static disp_status sim_push_returns(const disp_op *op, disp_stack *stack) {
+  const disp_schema *s = disp_op_schema(op);
+  size_t nargs = disp_schema_num_arguments(s);
+  disp_status st = sim_check_returns(op);
+  if (st == DISP_OK && disp_stack_size(stack) < nargs)
+    st = disp_set_error(DISP_ERR_INVALID_ARG, "%s: the stack holds fewer than %zu arguments",
+                        disp_op_name(op), nargs);
+  disp_tensor *tensor = st == DISP_OK ? first_tensor(stack, nargs) : NULL;
+  for (size_t i = 0; st == DISP_OK && !tensor && i < disp_schema_num_returns(s); i++)
+    if (needs_tensor(disp_schema_return_type(s, i)))
+      st = disp_set_error(DISP_ERR_TYPE, "%s: no tensor was passed to return", disp_op_name(op));
+  if (st != DISP_OK) return st;
+  if (tensor) disp_tensor_retain(tensor); /* outlives the arguments it came from */
+  disp_stack_drop(stack, nargs);
+  for (size_t i = 0; st == DISP_OK && i < disp_schema_num_returns(s); i++)
+    st = push_return(stack, disp_schema_return_type(s, i), tensor);
+  disp_tensor_release(tensor);
+  return st;
+}
+
 static disp_status sim_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
   const sim_kernel_info *info = ud;
   char set[1024];
@@ -54,9 +157,8 @@ static disp_status sim_kernel(const disp_op *op, disp_keyset ks, disp_stack *sta
     else
       fprintf(g_log, "  kernel reg#%d [%s] at %s  ks=%s\n", info->reg, disp_key_name(info->key), slot, set);
   }
-  /* Returning the input: the argument on the stack is the return. */
   if (info->passes_on) return disp_redispatch_boxed(op, disp_keyset_below(ks), stack);
-  return DISP_OK;
+  return sim_push_returns(op, stack);
 }
 
 static disp_kernel test_kernel(int reg, disp_key key, sim_kernel_info **info_out) {
@@ -282,26 +384,64 @@ void sim_free(sim_script *s) {
   free(s);
 }
 
-char *sim_read_file(const char *path) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return NULL;
+/* Reads all of f into a new buffer with a NUL after the data. */
+static char *read_stream(FILE *f, size_t *len_out) {
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
   while (buf) {
-    size_t n = fread(buf + len, 1, cap - len - 1, f);
-    len += n;
+    len += fread(buf + len, 1, cap - len - 1, f);
     if (len + 1 < cap) break;
     char *p = realloc(buf, cap * 2);
     if (!p) {
       free(buf);
-      buf = NULL;
-      break;
+      errno = ENOMEM;
+      return NULL;
     }
     buf = p;
     cap *= 2;
   }
-  if (buf) buf[len] = '\0';
-  if (f != stdin) fclose(f);
-  if (!buf) errno = ENOMEM;
+  if (!buf) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (ferror(f)) { /* fread keeps errno: EISDIR, EIO, ... */
+    int e = errno ? errno : EIO;
+    free(buf);
+    errno = e;
+    return NULL;
+  }
+  buf[len] = '\0';
+  *len_out = len;
   return buf;
+}
+
+char *sim_read_file(const char *path, size_t *len) {
+  int use_stdin = strcmp(path, "-") == 0;
+  FILE *f = use_stdin ? stdin : fopen(path, "rb");
+  if (!f) return NULL;
+  /* fopen opens a directory for reading on Linux and fread may just see
+   * nothing: refuse it by its type rather than print nothing and succeed. */
+  struct stat sb;
+  char *text = NULL;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    errno = EISDIR;
+  } else {
+    errno = 0;
+    text = read_stream(f, len);
+  }
+  int e = errno;
+  if (!use_stdin) fclose(f);
+  errno = e;
+  return text;
+}
+
+int sim_nul_line(const char *text, size_t len, int *col) {
+  const char *nul = memchr(text, '\0', len);
+  if (!nul) return 0;
+  int line = 1;
+  const char *start = text;
+  for (const char *p = text; p < nul; p++)
+    if (*p == '\n') line++, start = p + 1;
+  if (col) *col = (int)(nul - start) + 1;
+  return line;
 }

@@ -46,10 +46,36 @@ const char *sim_impl_debug(const sim_script *s, int op_index, int reg);
  */
 void sim_set_log(FILE *log);
 
+/*
+ * sim_is_tensor_argument - whether `disp simulate --calls` passes the
+ * scenario's tensor for an argument of this type: Tensor, Tensor[] (a list
+ * of it) and Tensor?[]. Tensor? gets None.
+ */
+int sim_is_tensor_argument(const disp_type *t);
+
+/*
+ * sim_check_returns - DISP_OK when the test kernels can make up op's returns
+ * (Tensor, Tensor[], optionals, numbers, bool, str; a Tensor needs a tensor
+ * argument); else DISP_ERR_TYPE naming the operator and the return type.
+ */
+disp_status sim_check_returns(const disp_op *op);
+
 /* sim_free - removes everything the script registered. NULL ok. */
 void sim_free(sim_script *s);
 
-/* Reads a whole file ("-" is stdin) into a new string; NULL with errno set. */
-char *sim_read_file(const char *path);
+/*
+ * sim_read_file - reads the whole file ("-" is stdin) into a new string
+ * with a NUL after its last byte; *len is the file's length, NUL bytes
+ * inside it included (see sim_nul_line). NULL with errno set when the file
+ * cannot be opened or read: EISDIR for a directory, ENOMEM.
+ */
+char *sim_read_file(const char *path, size_t *len);
+
+/*
+ * sim_nul_line - the line number (1-based) of the first line of text[0..len)
+ * that holds a NUL byte, and in *col its column; 0 when there is none. A C
+ * string would end at that byte and silently lose the rest of the file.
+ */
+int sim_nul_line(const char *text, size_t len, int *col);
 
 #endif

@@ -133,8 +133,8 @@ DISP_API size_t disp_autocast_cache_size(void);
 
 /*
  * An open autocast region (torch.autocast's saved state). Filled by
- * disp_autocast_enter; pass it to disp_autocast_exit once. Fields are
- * private.
+ * disp_autocast_enter; pass it (or a copy) to disp_autocast_exit once, on
+ * the same thread. Fields are private.
  */
 typedef struct disp_autocast_guard {
   disp_backend device_type;
@@ -143,6 +143,7 @@ typedef struct disp_autocast_guard {
   unsigned char prev_cache_enabled;
   unsigned char active;
   unsigned char reserved[5];
+  uint64_t region; /* the region's number (unique in the process); 0: none */
 } disp_autocast_guard;
 
 /*
@@ -151,8 +152,9 @@ typedef struct disp_autocast_guard {
  * enabled flag and dtype and the cache flag into *guard, then sets them and
  * increments the nesting depth (also when enabled is 0, as 1.13 does).
  * Errors: DISP_ERR_INVALID_ARG (NULL guard, a device type without autocast,
- * a dtype disp_autocast_set_dtype refuses); nothing changes and *guard is
- * inactive, so disp_autocast_exit on it does nothing. Thread-safe.
+ * a dtype disp_autocast_set_dtype refuses, a guard that is already an open
+ * region, more than 64 regions open on the thread); nothing changes, and
+ * disp_autocast_exit refuses the guard (unless it was already open). Thread-safe.
  */
 DISP_API disp_status disp_autocast_enter(disp_backend device_type, disp_dtype dtype, int enabled,
                                          int cache_enabled, disp_autocast_guard *guard);
@@ -160,11 +162,17 @@ DISP_API disp_status disp_autocast_enter(disp_backend device_type, disp_dtype dt
 /*
  * disp_autocast_exit - __exit__: decrements the nesting depth, clears the
  * cast cache when that leaves the outermost region, and restores what
- * enter saved. Regions must be closed in reverse order of opening, on the
- * thread that opened them. An inactive guard (a failed enter, or one
- * already exited) is ignored. Thread-safe.
+ * enter saved. In Python a `with` block cannot close regions out of order;
+ * in C each restore would undo the wrong region's changes, so only the
+ * calling thread's innermost open region may be exited. Errors, with
+ * nothing changed: DISP_ERR_INVALID_ARG "disp_autocast_exit: autocast
+ * regions must be exited in reverse order of entry" when the guard is open
+ * but a region entered after it still is; "...: the guard is not an open
+ * autocast region of this thread" for a guard never entered (or whose enter
+ * failed), one already exited, one entered on another thread, or NULL.
+ * Thread-safe.
  */
-DISP_API void disp_autocast_exit(disp_autocast_guard *guard);
+DISP_API disp_status disp_autocast_exit(disp_autocast_guard *guard);
 
 /*
  * disp_autocast_exclude_push - excludes the device type's Autocast key

@@ -51,8 +51,12 @@ typedef struct disp_library disp_library;
  * any namespace (for fallbacks). `file`/`line` become the "registered at"
  * text of its registrations. A DEF library claims its namespace: a second
  * one fails with DISP_ERR_DUPLICATE ("Only a single TORCH_LIBRARY can be used
- * to register the namespace ns; ..."). New object; free with
- * disp_library_free(). Thread-safe.
+ * to register the namespace ns; ..."). `ns` must be a valid identifier (a
+ * letter or '_', then letters, digits or '_'), as the `ns` of `ns::op`:
+ * NULL, "", "a b", "x::y" or "1abc" fail with DISP_ERR_INVALID_ARG
+ * ("DISP_LIBRARY: invalid namespace \"a b\"; a namespace must be a valid
+ * identifier ..."); the static macros' blocks go through here too. New
+ * object; free with disp_library_free(). Thread-safe.
  */
 DISP_API disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key key,
                                       const char *file, int line, disp_library **out);

@@ -9,6 +9,8 @@
  * zero/static initializers are 1.13's defaults.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +38,22 @@ static _Thread_local disp_dtype tls_dtype[AC_COUNT] = {DISP_DTYPE_BFLOAT16, DISP
                                                        DISP_DTYPE_FLOAT16};
 static _Thread_local unsigned char tls_cache_disabled; /* zero: caching allowed */
 static _Thread_local int tls_nesting;
+/* The numbers of this thread's open regions, outermost first: only the
+ * last may be exited. Numbers, not guard addresses, so a guard may be
+ * copied, and nothing here ever points into a caller's (maybe gone) guard.
+ * They are unique in the process, so a guard from another thread never
+ * matches. */
+enum { MAX_OPEN_REGIONS = 64 };
+static _Thread_local uint64_t tls_open[MAX_OPEN_REGIONS];
+static _Thread_local int tls_num_open;
+static _Atomic uint64_t next_region = 1;
+
+/* Where region is among the open ones; -1 when it is not open. */
+static int open_index(uint64_t region) {
+  for (int i = tls_num_open - 1; i >= 0; i--)
+    if (tls_open[i] == region) return i;
+  return -1;
+}
 
 static disp_status no_autocast(const char *fn, disp_backend device_type) {
   return disp_set_error(DISP_ERR_INVALID_ARG, "%s: device type '%s' has no autocast (expected cpu, cuda or %s)",
@@ -111,7 +129,13 @@ int disp_autocast_decrement_nesting(void) { return --tls_nesting; }
 disp_status disp_autocast_enter(disp_backend device_type, disp_dtype dtype, int enabled, int cache_enabled,
                                 disp_autocast_guard *guard) {
   if (!guard) return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_enter: NULL guard");
+  /* Before the memset: an open guard holds the state its exit restores. */
+  if (guard->region && open_index(guard->region) >= 0)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_enter: the guard is already an open autocast region");
   memset(guard, 0, sizeof *guard);
+  if (tls_num_open == MAX_OPEN_REGIONS)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_enter: more than %d nested autocast regions",
+                          MAX_OPEN_REGIONS);
   int i = slot_of(device_type);
   if (i < 0) return no_autocast("disp_autocast_enter", device_type);
   disp_status st = check_dtype("disp_autocast_enter", i, dtype);
@@ -121,6 +145,8 @@ disp_status disp_autocast_enter(disp_backend device_type, disp_dtype dtype, int 
   guard->prev_enabled = (unsigned char)disp_autocast_is_enabled(device_type);
   guard->prev_cache_enabled = (unsigned char)disp_autocast_is_cache_enabled();
   guard->active = 1;
+  guard->region = atomic_fetch_add(&next_region, 1);
+  tls_open[tls_num_open++] = guard->region;
   disp_autocast_set_enabled(device_type, enabled);
   tls_dtype[i] = dtype;
   disp_autocast_increment_nesting();
@@ -128,13 +154,25 @@ disp_status disp_autocast_enter(disp_backend device_type, disp_dtype dtype, int 
   return DISP_OK;
 }
 
-void disp_autocast_exit(disp_autocast_guard *guard) {
-  if (!guard || !guard->active) return;
+disp_status disp_autocast_exit(disp_autocast_guard *guard) {
+  int at = guard && guard->region ? open_index(guard->region) : -1;
+  if (at < 0)
+    return disp_set_error(DISP_ERR_INVALID_ARG,
+                          "disp_autocast_exit: the guard is not an open autocast region of this thread "
+                          "(never entered, entered on another thread, or already exited)");
+  if (at != tls_num_open - 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG,
+                          "disp_autocast_exit: autocast regions must be exited in reverse order of entry "
+                          "(%d region(s) entered after this one are still open)",
+                          tls_num_open - 1 - at);
+  tls_open[--tls_num_open] = 0;
   guard->active = 0;
+  guard->region = 0;
   if (disp_autocast_decrement_nesting() == 0) disp_autocast_clear_cache();
   disp_autocast_set_enabled(guard->device_type, guard->prev_enabled);
   tls_dtype[slot_of(guard->device_type)] = guard->prev_dtype;
   disp_autocast_set_cache_enabled(guard->prev_cache_enabled);
+  return DISP_OK;
 }
 
 disp_tls_state disp_autocast_exclude_push(disp_backend device_type) {

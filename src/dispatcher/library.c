@@ -11,6 +11,7 @@
  * checks against, whatever the object-file order. Drained nodes are kept so
  * that disp_shutdown() followed by disp_init() starts over with them.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,10 +62,31 @@ static const char *kind_macro(disp_library_kind kind) {
   return "DISP_LIBRARY_IMPL";
 }
 
+/* A namespace is a C/Python identifier, as PyTorch's schema parser reads
+ * the `ns` of `ns::op`; anything else could never be used in a def or impl
+ * (and "x::y" would silently name another namespace). */
+static int is_identifier(const char *s) {
+  if (!(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+  for (const char *p = s + 1; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_')) return 0;
+  return 1;
+}
+
+static disp_status check_namespace(disp_library_kind kind, const char *ns) {
+  static const char rule[] =
+      "a namespace must be a valid identifier (a letter or '_', then letters, digits or '_')";
+  if (!ns) return disp__fail(DISP_ERR_INVALID_ARG, "%s: the namespace is NULL; %s", kind_macro(kind), rule);
+  if (!is_identifier(ns))
+    return disp__fail(DISP_ERR_INVALID_ARG, "%s: invalid namespace \"%s\"; %s", kind_macro(kind), ns, rule);
+  return DISP_OK;
+}
+
 disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key key,
                              const char *file, int line, disp_library **out) {
   if (!ns || !out || (unsigned)kind > DISP_LIBRARY_IMPL)
-    return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: NULL or invalid argument");
+    return !ns ? check_namespace(kind, ns)
+               : disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: NULL or invalid argument");
+  if (check_namespace(kind, ns) != DISP_OK) return DISP_ERR_INVALID_ARG;
   if (kind == DISP_LIBRARY_IMPL && key != DISP_KEY_UNDEFINED && !disp_key_is_alias(key) &&
       disp_key_table_index(key) <= 0)
     return disp__fail(DISP_ERR_INVALID_ARG,

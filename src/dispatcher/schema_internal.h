@@ -77,10 +77,9 @@ typedef enum disp_default_kind {
 } disp_default_kind;
 
 /*
- * A default value, the subset of PyTorch's IValue a schema can hold.
- * `broadcast` marks an int list written as one scalar with no fixed size
- * (`int[] x=1`, which is how PyTorch prints `int[] x=[1, 1]`): one item,
- * meaning "this value, repeated".
+ * A default value, the subset of PyTorch's IValue a schema can hold. A list
+ * keeps every item as written, so parse -> print -> parse gives it back
+ * (`int[2] x=1` is stored as [1, 1]).
  */
 typedef struct disp_default {
   disp_default_kind kind;
@@ -90,7 +89,7 @@ typedef struct disp_default {
   size_t str_len;
   struct disp_default *items; /* LIST */
   size_t num_items;
-  int broadcast;      /* LIST of INT only */
+  int broadcast;      /* always 0: `int[] x=1` no longer parses; call.c still reads it */
 } disp_default;
 
 /* ---- arguments and schemas ---------------------------------------------- */
@@ -219,6 +218,17 @@ int disp__schema_types_equal(const disp_type *a, const disp_type *b);
 disp_status disp__schema_check_compatible(const disp_schema *expected,
                                           const disp_schema *given,
                                           char **reason_out);
+
+/* Two default values hold the same value (NULL equals only NULL). */
+int disp__schema_defaults_equal(const disp_default *a, const disp_default *b);
+
+/*
+ * disp__schema_equal - PyTorch's FunctionSchema operator==: name, overload,
+ * and every argument's and return's name, real type, fixed size, default,
+ * kwarg-only marker and alias annotation; varargs. 1 when equal; else 0 and,
+ * when why is non-NULL, a description of the first difference appended to it.
+ */
+int disp__schema_equal(const disp_schema *a, const disp_schema *b, disp_strbuf *why);
 
 /* ---- parser entry (schema_parse.c) -------------------------------------- */
 

@@ -485,11 +485,10 @@ static disp_status parse_list_default(disp_lexer *lx, disp_arena *arena,
   }
   v->kind = DISP_DEFAULT_LIST;
   if (!punct_is(&at, '[')) {
-    /* `int[2] x=1` means [1, 1]. Without a size only an int list may do
-     * this (see disp_default.broadcast): PyTorch prints `int[] x=[1, 1]` so. */
-    int broadcast = arg->n < 0;
-    if (broadcast && ek != DISP_TYPE_INT) return disp__schema_fail_expected(lx, &at, "'['");
-    int64_t count = broadcast ? 1 : arg->n;
+    /* `int[2] x=1` means [1, 1]. Without a size there is no count to
+     * repeat to, and PyTorch's parser wants a list ("expected '['"). */
+    if (arg->n < 0) return disp__schema_fail_expected(lx, &at, "'['");
+    int64_t count = arg->n;
     if (count > MAX_REPEAT) {
       return disp__schema_fail_at(lx, at.line, at.col,
                                   "a default for a list of size %lld is too large",
@@ -504,7 +503,6 @@ static disp_status parse_list_default(disp_lexer *lx, disp_arena *arena,
     }
     for (int64_t i = 0; i < count; i++) v->items[i] = one;
     v->num_items = (size_t)count;
-    v->broadcast = broadcast;
     return DISP_OK;
   }
   disp__schema_lex_advance(lx);

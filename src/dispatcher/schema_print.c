@@ -199,8 +199,12 @@ void disp__schema_print_quoted(disp_strbuf *b, const char *s, size_t len) {
 }
 
 /* A double as PyTorch's IValue repr: integral values below 1e10 as `1.`
- * (`-0.` for negative zero), else 17 significant digits (%.17g). */
-static void print_double(disp_strbuf *b, double d) {
+ * (`-0.` for negative zero), else 17 significant digits (%.17g). An
+ * integral value from 1e10 to 1e17 then has no '.' or 'e' and reads back as
+ * an int, unless the argument's type makes every number a float (`float`,
+ * `float[]`); elsewhere (`Scalar`, `float?`, ...) it gets a '.' so that it
+ * reads back as the same float, where 1.13 prints it without one. */
+static void print_double(disp_strbuf *b, double d, int float_typed) {
   int c = fpclassify(d);
   if ((c == FP_NORMAL || c == FP_ZERO) && fabs(d) < 1e10) {
     int64_t i = (int64_t)d;
@@ -231,21 +235,23 @@ static void print_double(disp_strbuf *b, double d) {
   }
   buf[o] = '\0';
   disp__strbuf_append(b, buf);
+  if (!float_typed && !strpbrk(buf, ".e")) disp__strbuf_appendc(b, '.');
 }
 
-static void print_value(disp_strbuf *b, const disp_default *v) {
+/* float_typed: the argument's type reads every number back as a float. */
+static void print_value(disp_strbuf *b, const disp_default *v, int float_typed) {
   switch (v->kind) {
     case DISP_DEFAULT_NONE: disp__strbuf_append(b, "None"); return;
     case DISP_DEFAULT_BOOL: disp__strbuf_append(b, v->i ? "True" : "False"); return;
     case DISP_DEFAULT_INT: disp__strbuf_appendf(b, "%lld", (long long)v->i); return;
-    case DISP_DEFAULT_FLOAT: print_double(b, v->f); return;
+    case DISP_DEFAULT_FLOAT: print_double(b, v->f, float_typed); return;
     case DISP_DEFAULT_STRING:
     case DISP_DEFAULT_DEVICE: disp__schema_print_quoted(b, v->str, v->str_len); return;
     case DISP_DEFAULT_LIST:
       disp__strbuf_appendc(b, '[');
       for (size_t i = 0; i < v->num_items; i++) {
         if (i) disp__strbuf_append(b, ", ");
-        print_value(b, &v->items[i]);
+        print_value(b, &v->items[i], float_typed);
       }
       disp__strbuf_appendc(b, ']');
       return;
@@ -263,17 +269,23 @@ void disp__schema_print_default(disp_strbuf *b, const disp_argument *a) {
   }
   /* PyTorch writes an int list whose items are all equal as one number, as
    * native_functions.yaml does (`int[2] stride=1`). Only `int` itself:
-   * SymInt[] and ScalarType[] print their lists in full. */
+   * SymInt[] and ScalarType[] print their lists in full. 1.13 does so for
+   * any such list, but the number reads back as N copies for `int[N]` and
+   * not at all for `int[]` (its parser wants '['), so `int[] x=[1, 1]` and
+   * `int[3] x=[7, 7]` would not survive a print and a parse: those keep
+   * their full list here, every other default prints as in 1.13. */
   if (t->kind == DISP_TYPE_LIST && t->elems[0]->kind == DISP_TYPE_INT &&
-      v->kind == DISP_DEFAULT_LIST && v->num_items >= 1) {
-    int same = v->num_items > 1 || v->broadcast;
+      v->kind == DISP_DEFAULT_LIST && v->num_items > 1 && a->n == (int64_t)v->num_items) {
+    int same = 1;
     for (size_t i = 1; same && i < v->num_items; i++) same = v->items[i].i == v->items[0].i;
     if (same) {
-      print_value(b, &v->items[0]);
+      print_value(b, &v->items[0], 0);
       return;
     }
   }
-  print_value(b, v);
+  disp_type_kind k = disp__schema_fake_kind(t->kind);
+  if (k == DISP_TYPE_LIST) k = disp__schema_fake_kind(t->elems[0]->kind);
+  print_value(b, v, k == DISP_TYPE_FLOAT);
 }
 
 void disp__schema_print_argument(disp_strbuf *b, const disp_argument *a) {
