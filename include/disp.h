@@ -21,7 +21,11 @@
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
  * PyTorch words it. Every declaration says whether it returns a new or a
- * borrowed reference and whether it is thread-safe.
+ * borrowed reference and whether it is thread-safe. A NULL where a pointer is
+ * expected never crashes an exported function: status.h's Note [NULL arguments] is the one rule
+ * (a status function refuses it with DISP_ERR_INVALID_ARG naming function
+ * and argument, a pointer function returns NULL, an accessor returns a
+ * harmless value, release and clear functions do nothing).
  */
 #ifndef DISP_H
 #define DISP_H

@@ -50,6 +50,10 @@
  * flag and the nesting depth are per thread; every function touching only
  * them is thread-safe. The cast cache is one per process, as in 1.13, and
  * locked: the cache functions are thread-safe too.
+ *
+ * NULL arguments follow status.h's Note [NULL arguments]; a NULL tensor is
+ * None where a comment says so (disp_autocast_cached_cast, the entries of
+ * disp_autocast_promote_type's array).
  */
 #ifndef DISP_AUTOCAST_H
 #define DISP_AUTOCAST_H

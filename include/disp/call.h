@@ -18,6 +18,10 @@
  *
  * Set DISP_SHOW_DISPATCH_TRACE=1 to print every call to stderr in PyTorch's
  * format ("[call] op=[ns::op.overload], key=[AutogradCPU]").
+ *
+ * NULL arguments follow status.h's Note [NULL arguments], except on the
+ * inline fast path (DISP_CALL, disp_op_dispatch_inline), where `op` must not
+ * be NULL: a check there would cost every typed call.
  */
 #ifndef DISP_CALL_H
 #define DISP_CALL_H
@@ -53,7 +57,9 @@ typedef struct disp_dispatch {
  * of its tensor arguments: applies the thread-local sets and the operator's
  * fallthroughs. Lock-free. When the trace is on it prints "[call]" and hands
  * out a boxed wrapper around the kernel, which ends the trace's nesting
- * level when it returns: run the result with DISP_INVOKE. Thread-safe.
+ * level when it returns: run the result with DISP_INVOKE. For a NULL op the
+ * kernel is one that refuses when run (DISP_ERR_INVALID_ARG, "op is NULL"),
+ * so DISP_REDISPATCH and DISP_INVOKE report the mistake. Thread-safe.
  */
 DISP_API disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys);
 
@@ -129,7 +135,8 @@ DISP_API disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn,
  */
 DISP_API disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out);
 
-/* Adds "op: " before this thread's error message unless it names op already. */
+/* Adds "op: " before this thread's error message unless it names op already.
+ * NULL is a no-op. */
 DISP_API void disp_error_add_op(const disp_op *op);
 
 /* ---- the typed fast path ---------------------------------------------- */
@@ -292,7 +299,8 @@ DISP_API void disp_trace_leave(void);
  * DISP_CALL(status, op, tensor_keys, (PARAM TYPES), args...) - a typed call:
  *   disp_status st;
  *   DISP_CALL(st, op, disp_tensor_keyset(self), (disp_tensor *, disp_tensor **), self, &out);
- * `tensor_keys` is the union of the key sets of the tensor arguments.
+ * `tensor_keys` is the union of the key sets of the tensor arguments. `op`
+ * must not be NULL (the inline fast path reads its table unchecked).
  */
 /* Runs the kernel in cell `k` of an open read `seq` (disp__lookup_open):
  * loads what its branch needs, ends the read, calls. Loading boxed and

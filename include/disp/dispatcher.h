@@ -10,7 +10,8 @@
  * CompositeImplicitAutograd, Autograd, backend fallback, missing).
  *
  * Registration goes through libraries (disp/library.h). This header has the
- * kernel type, operator handles, inspection and lifecycle.
+ * kernel type, operator handles, inspection and lifecycle. NULL arguments
+ * follow status.h's Note [NULL arguments].
  */
 #ifndef DISP_DISPATCHER_H
 #define DISP_DISPATCHER_H
@@ -133,12 +134,13 @@ DISP_API disp_status disp_registry_check(void);
  */
 DISP_API disp_status disp_op_find(const char *qualified_name, const disp_op **out);
 
-/* disp_op_name - "ns::name.overload". Borrowed. Thread-safe. */
+/* disp_op_name - "ns::name.overload". Borrowed; NULL for a NULL op. Thread-safe. */
 DISP_API const char *disp_op_name(const disp_op *op);
 
 /*
- * disp_op_schema - the operator's schema, NULL while it has only impls.
- * Borrowed; valid while the def is registered. Thread-safe.
+ * disp_op_schema - the operator's schema, NULL while it has only impls (and,
+ * with the message, for a NULL op). Borrowed; valid while the def is
+ * registered. Thread-safe.
  */
 DISP_API const disp_schema *disp_op_schema(const disp_op *op);
 
@@ -146,7 +148,7 @@ DISP_API const disp_schema *disp_op_schema(const disp_op *op);
  * disp_op_has_kernel - whether a kernel (fallthroughs included) is registered
  * directly on `key` (a runtime or alias key) for the operator, not counting
  * fallbacks or alias-derived entries (PyTorch's _dispatch_has_kernel_for_dispatch_key).
- * Thread-safe.
+ * `op` must not be NULL (a NULL op has no kernels: 0). Thread-safe.
  */
 DISP_API int disp_op_has_kernel(const disp_op *op, disp_key key);
 
@@ -154,7 +156,7 @@ DISP_API int disp_op_has_kernel(const disp_op *op, disp_key key);
  * disp_op_dump_table - the computed dispatch table in PyTorch's
  * dumpComputedTable() format: one line "Key: [fallthrough ]<debug>
  * [<provenance>]" per runtime key that has a kernel. New string (free()),
- * NULL on OOM. Thread-safe.
+ * NULL on OOM or for a NULL op. Thread-safe.
  */
 DISP_API char *disp_op_dump_table(const disp_op *op);
 
@@ -163,7 +165,8 @@ DISP_API char *disp_op_dump_table(const disp_op *op);
  * format (name, schema, debug, alias analysis kind, then every registered
  * kernel per key, newest first, older ones marked "(inactive)"). Kernel
  * pointers are printed as "[ boxed unboxed ]" flags rather than addresses so
- * the output can be diffed. New string (free()), NULL on OOM. Thread-safe.
+ * the output can be diffed. New string (free()), NULL on OOM or for a NULL
+ * op. Thread-safe.
  */
 DISP_API char *disp_op_dump_state(const disp_op *op);
 
@@ -188,7 +191,7 @@ DISP_API void disp_registration_remove(disp_registration *reg);
 
 /*
  * disp_registration_debug - "registered at FILE:LINE" (or the kernel's debug
- * text). Borrowed. Thread-safe.
+ * text). Borrowed; NULL for a NULL reg. Thread-safe.
  */
 DISP_API const char *disp_registration_debug(const disp_registration *reg);
 

@@ -16,6 +16,7 @@
  *   disp_tls_restore(saved);
  *
  * Every function here touches only the calling thread's state: thread-safe.
+ * None takes a pointer, so status.h's Note [NULL arguments] never arises.
  */
 #ifndef DISP_GUARD_H
 #define DISP_GUARD_H

@@ -18,7 +18,8 @@
  *
  * Names are spelled exactly as PyTorch spells them ("AutogradPrivateUse1"),
  * so dumps and documents read the same. Everything here is a pure function
- * of its arguments: thread-safe.
+ * of its arguments: thread-safe. NULL arguments follow status.h's Note [NULL
+ * arguments].
  */
 #ifndef DISP_KEYSET_H
 #define DISP_KEYSET_H
@@ -209,7 +210,8 @@ DISP_API disp_key disp_key_for_table_index(int i);
  */
 DISP_API disp_keyset disp_keyset_of(disp_key k);
 
-/* disp_keyset_of_keys - the union of `n` keys. Thread-safe. */
+/* disp_keyset_of_keys - the union of `n` keys; `keys` must not be NULL (the
+ * empty set when it is). Thread-safe. */
 DISP_API disp_keyset disp_keyset_of_keys(const disp_key *keys, size_t n);
 
 /* Set algebra on the raw bits. All are pure: thread-safe. */
@@ -314,14 +316,15 @@ static inline int disp_keyset_table_index(disp_keyset s) {
 /*
  * disp_keyset_to_keys - the runtime keys of the set, lowest priority first
  * (the order PyTorch prints them), written to out[0..cap). Returns how many
- * the set has (which may exceed cap). Thread-safe.
+ * the set has (which may exceed cap). With out NULL only counts. Thread-safe.
  */
 DISP_API size_t disp_keyset_to_keys(disp_keyset s, disp_key *out, size_t cap);
 
 /*
  * disp_keyset_format - writes "DispatchKeySet(CPU, ADInplaceOrView,
  * AutogradCPU, AutocastCPU)" into buf (always NUL-terminated when size > 0).
- * Returns the length the full text needs, like snprintf. Thread-safe.
+ * Returns the length the full text needs, like snprintf; with buf NULL only
+ * measures. Thread-safe.
  */
 DISP_API size_t disp_keyset_format(disp_keyset s, char *buf, size_t size);
 

@@ -25,7 +25,8 @@
  *   }
  *
  * Every failure leaves the registry as it was and sets disp_last_error() with
- * PyTorch's wording.
+ * PyTorch's wording. NULL arguments follow status.h's Note [NULL arguments];
+ * the `reg` out-parameters and disp_library_new's `file` may be NULL.
  */
 #ifndef DISP_LIBRARY_H
 #define DISP_LIBRARY_H
@@ -55,7 +56,8 @@ typedef struct disp_library disp_library;
  * letter or '_', then letters, digits or '_'), as the `ns` of `ns::op`:
  * NULL, "", "a b", "x::y" or "1abc" fail with DISP_ERR_INVALID_ARG
  * ("DISP_LIBRARY: invalid namespace \"a b\"; a namespace must be a valid
- * identifier ..."); the static macros' blocks go through here too. New
+ * identifier ..."); the static macros' blocks go through here too.
+ * `file` may be NULL ("<unknown>"). New
  * object; free with disp_library_free(). Thread-safe.
  */
 DISP_API disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key key,
@@ -111,7 +113,8 @@ DISP_API disp_status disp_library_impl_key(disp_library *lib, const char *name, 
 DISP_API disp_status disp_library_fallback(disp_library *lib, disp_kernel kernel,
                                            disp_registration **reg);
 
-/* disp_library_namespace / disp_library_key - what the library was opened with. */
+/* disp_library_namespace / disp_library_key - what the library was opened
+ * with. `lib` must not be NULL: NULL (with the message) and DISP_KEY_UNDEFINED. */
 DISP_API const char *disp_library_namespace(const disp_library *lib);
 DISP_API disp_key disp_library_key(const disp_library *lib);
 
@@ -133,7 +136,8 @@ typedef struct disp_library_node {
 
 /*
  * disp_library_enqueue - called by the macros' constructors; only links the
- * node into a lock-free list (no allocation, no dispatcher work).
+ * node into a lock-free list (no allocation, no dispatcher work). NULL is a
+ * no-op.
  */
 DISP_API void disp_library_enqueue(disp_library_node *node);
 

@@ -11,7 +11,9 @@
  *
  * A disp_schema is immutable once parsed, so any number of threads may read
  * one concurrently. Strings returned by accessors are borrowed from the schema
- * and live as long as it does.
+ * and live as long as it does. NULL arguments follow status.h's Note [NULL
+ * arguments]: a NULL schema or type gives NULL with the message from the
+ * accessors returning pointers, and 0 (or -1, as documented) from the others.
  */
 #ifndef DISP_SCHEMA_H
 #define DISP_SCHEMA_H
@@ -80,8 +82,8 @@ typedef enum disp_type_kind {
  * Errors: DISP_ERR_SCHEMA with a message whose first line is
  * `LINE:COL: error: expected X, found Y` (or another `LINE:COL: error:` text
  * for semantic errors), followed by the source line and a caret line;
- * DISP_ERR_INVALID_ARG when text or out is NULL; DISP_ERR_NO_MEMORY.
- * *out is NULL on failure. Thread-safe.
+ * DISP_ERR_INVALID_ARG when text or out is NULL ("disp_schema_parse: text
+ * is NULL"); DISP_ERR_NO_MEMORY. *out is NULL on failure. Thread-safe.
  */
 DISP_API disp_status disp_schema_parse(const char *text, disp_schema **out);
 
@@ -120,8 +122,8 @@ DISP_API void disp_schema_free(disp_schema *s);
 
 /*
  * disp_schema_copy - a new, independent copy of `s` (free with
- * disp_schema_free). Returns NULL (with DISP_ERR_NO_MEMORY as the last
- * error) on OOM or when s is NULL. Thread-safe.
+ * disp_schema_free). Returns NULL on OOM or when s is NULL, with the
+ * message. Thread-safe.
  */
 DISP_API disp_schema *disp_schema_copy(const disp_schema *s);
 
@@ -130,7 +132,7 @@ DISP_API disp_schema *disp_schema_copy(const disp_schema *s);
 /*
  * disp_schema_to_string - the canonical text, byte for byte as PyTorch 1.13
  * prints the schema. New malloc'd string (caller frees); NULL on OOM or when
- * s is NULL. Thread-safe.
+ * s is NULL (with the message). Thread-safe.
  */
 DISP_API char *disp_schema_to_string(const disp_schema *s);
 
@@ -187,9 +189,10 @@ DISP_API int disp_schema_is_vararg(const disp_schema *s);
 DISP_API int disp_schema_is_varret(const disp_schema *s);
 
 /* ---- arguments and returns ---------------------------------------------
- * Indices are 0-based. Out-of-range indices (or a NULL schema) give NULL,
- * 0 or -1 as documented; none of these functions sets the last error.
- * All are thread-safe.
+ * Indices are 0-based. Out-of-range indices give NULL, 0 or -1 as
+ * documented, without touching the last error; a NULL schema gives the same
+ * values, and the functions returning pointers also set the message
+ * (Note [NULL arguments]). All are thread-safe.
  */
 
 /* disp_schema_argument_name - the argument's name. Borrowed; NULL when out of
@@ -240,7 +243,8 @@ DISP_API const char *disp_schema_return_alias_set(const disp_schema *s, size_t i
 
 /* ---- types -------------------------------------------------------------- */
 
-/* disp_schema_type_kind - the kind of a type. t must not be NULL. */
+/* disp_schema_type_kind - the kind of a type. t must not be NULL (a NULL
+ * type reads as DISP_TYPE_NONE). */
 DISP_API disp_type_kind disp_schema_type_kind(const disp_type *t);
 
 /* disp_schema_type_num_elements - number of contained types: 1 for list,

@@ -4,6 +4,33 @@
  * Every fallible call returns a disp_status (DISP_OK on success) and writes
  * its result through an out-parameter. On failure a thread-local message,
  * worded like PyTorch's, says which operator, which key and what went wrong.
+ *
+ * Note [NULL arguments]
+ * One rule for every function of the API and every pointer it takes (an
+ * object, a string, an array, a callback, an out-parameter):
+ *   (a) A function returning disp_status returns DISP_ERR_INVALID_ARG for a
+ *       NULL argument, with the message "<function>: <argument> is NULL"
+ *       ("disp_op_find: out is NULL"), and changes nothing: no registration,
+ *       thread-local state, reference count or stack changes. (A function
+ *       documented to set *out = NULL on every failure still does.)
+ *   (b) A function returning a pointer returns NULL and sets the same message.
+ *   (c) An accessor returning a plain value (a number, a flag, a key, a key
+ *       set, a small struct) has no way to report an error: its comment says
+ *       the argument must not be NULL, and a NULL still gets a harmless value
+ *       (0, false, the empty set, DISP_KEY_UNDEFINED, as documented there)
+ *       without a message. A (buffer, size) pair with a NULL buffer is
+ *       measured but not written, as snprintf(NULL, 0).
+ *   (d) Functions that release, free, remove or clear, and every other
+ *       function returning void, take NULL as a no-op; retain(NULL) returns
+ *       NULL.
+ *   (e) An out-parameter is an argument like the others: NULL is refused.
+ * Exceptions are written where they apply: a parameter whose comment gives
+ * NULL a meaning (None, "no handle wanted", the default) takes it as that;
+ * an array whose count is 0 may be NULL; and the inline fast path
+ * (DISP_CALL, disp_op_dispatch_inline, disp_tensor_keys) does not check,
+ * because a check would cost every call: its operator and tensors must not
+ * be NULL. tests/test_null_args.c calls every exported function with each
+ * pointer argument NULL in turn and checks this rule.
  */
 #ifndef DISP_STATUS_H
 #define DISP_STATUS_H
@@ -53,7 +80,8 @@ DISP_API void disp_clear_error(void);
  * disp_set_error - set this thread's error message (printf format) and return
  * `status`. For kernels and plugins that report a failure through the
  * dispatcher; the caller then sees the message with the operator's name added.
- * Thread-safe.
+ * A NULL fmt is refused (Note [NULL arguments]): DISP_ERR_INVALID_ARG, whatever
+ * `status` was. Thread-safe.
  */
 DISP_API disp_status disp_set_error(disp_status status, const char *fmt, ...)
     DISP_PRINTF(2, 3);

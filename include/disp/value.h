@@ -44,6 +44,11 @@
  *
  * A stack owns what it holds: a tensor value holds a reference, lists and
  * strings own copies. Stacks are not thread-safe; use one per call.
+ *
+ * NULL arguments follow status.h's Note [NULL arguments]: a NULL stack is
+ * refused by every push and pop, reads as empty (size 0, at/peek NULL with
+ * the message), and disp_stack_free/clear/drop and disp_value_clear take NULL
+ * as a no-op.
  */
 #ifndef DISP_VALUE_H
 #define DISP_VALUE_H
@@ -154,7 +159,7 @@ DISP_API disp_stack *disp_stack_new(void);
 /* disp_stack_free - releases every value and the stack. NULL ok. */
 DISP_API void disp_stack_free(disp_stack *s);
 
-/* disp_stack_size - number of values. */
+/* disp_stack_size - number of values; `s` must not be NULL (0 when it is). */
 DISP_API size_t disp_stack_size(const disp_stack *s);
 
 /* disp_stack_clear - releases every value; the stack stays usable. */
@@ -172,8 +177,9 @@ DISP_API disp_value *disp_stack_peek(disp_stack *s, size_t i);
 /*
  * Pushing. Each copies what it is given (tensors: a new reference is taken),
  * except the _steal variants which take ownership of one reference. All
- * return DISP_ERR_NO_MEMORY on OOM (a _steal variant then releases what it
- * was given, so the caller never leaks).
+ * return DISP_ERR_NO_MEMORY on OOM and DISP_ERR_INVALID_ARG for a NULL stack
+ * (a _steal variant then releases what it was given, so the caller never
+ * leaks). A list pointer may be NULL only when its count is 0.
  */
 DISP_API disp_status disp_stack_push_none(disp_stack *s);
 DISP_API disp_status disp_stack_push_tensor(disp_stack *s, disp_tensor *t);       /* NULL pushes None */
@@ -189,7 +195,7 @@ DISP_API disp_status disp_stack_push_bool_list(disp_stack *s, const bool *v, siz
 DISP_API disp_status disp_stack_push_tensor_list(disp_stack *s, disp_tensor *const *v, size_t n);
 DISP_API disp_status disp_stack_push_device(disp_stack *s, int32_t type, int32_t index);
 DISP_API disp_status disp_stack_push_generator(disp_stack *s, void *g);           /* NULL pushes None */
-DISP_API disp_status disp_stack_push_storage(disp_stack *s, disp_storage *st);
+DISP_API disp_status disp_stack_push_storage(disp_stack *s, disp_storage *st);    /* NULL pushes None */
 /* disp_stack_push_value - pushes a deep copy of `v`. */
 DISP_API disp_status disp_stack_push_value(disp_stack *s, const disp_value *v);
 /* disp_stack_push_value_steal - moves `v` onto the stack (v becomes None). */

@@ -1,5 +1,6 @@
 /*
  * disp/version.h - compile-time and run-time version of libdispatch.
+ * Nothing here takes a pointer (status.h's Note [NULL arguments]).
  */
 #ifndef DISP_VERSION_H
 #define DISP_VERSION_H

@@ -17,6 +17,7 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
+#include "argcheck_internal.h"
 #include "aten_internal.h"
 #include "disp/autocast.h"
 
@@ -85,9 +86,9 @@ disp_status disp_autocast_set_enabled(disp_backend device_type, int enabled) {
 }
 
 disp_status disp_autocast_get_dtype(disp_backend device_type, disp_dtype *out) {
+  DISP_REFUSE_NULL(out);
   int i = slot_of(device_type);
   if (i < 0) return no_autocast("disp_autocast_get_dtype", device_type);
-  if (!out) return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_get_dtype: NULL out");
   *out = tls_dtype[i];
   return DISP_OK;
 }
@@ -128,7 +129,7 @@ int disp_autocast_decrement_nesting(void) { return --tls_nesting; }
 
 disp_status disp_autocast_enter(disp_backend device_type, disp_dtype dtype, int enabled, int cache_enabled,
                                 disp_autocast_guard *guard) {
-  if (!guard) return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_enter: NULL guard");
+  DISP_REFUSE_NULL(guard);
   /* Before the memset: an open guard holds the state its exit restores. */
   if (guard->region && open_index(guard->region) >= 0)
     return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_enter: the guard is already an open autocast region");
@@ -196,10 +197,10 @@ int disp_autocast_is_eligible(const disp_tensor *t, disp_backend device_type) {
 
 disp_status disp_autocast_promote_type(disp_dtype current, disp_backend device_type, disp_tensor *const *tensors,
                                        size_t n, disp_dtype *out) {
+  DISP_REFUSE_NULL(out);
+  if (n > 0) DISP_REFUSE_NULL(tensors); /* no tensors may be NULL */
   int i = slot_of(device_type);
   if (i < 0) return no_autocast("disp_autocast_promote_type", device_type);
-  if (!out || (n > 0 && !tensors))
-    return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_promote_type: NULL argument");
   disp_dtype lower = tls_dtype[i];
   for (size_t k = 0; k < n; k++) {
     if (current == DISP_DTYPE_FLOAT64)
@@ -307,7 +308,7 @@ static int is_leaf(const disp_tensor *t) {
 }
 
 disp_status disp_autocast_cached_cast(disp_dtype to, disp_tensor *t, disp_backend device_type, disp_tensor **out) {
-  if (!out) return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_cached_cast: NULL out");
+  DISP_REFUSE_NULL(out);
   *out = NULL;
   int i = slot_of(device_type);
   if (i < 0) return no_autocast("disp_autocast_cached_cast", device_type);

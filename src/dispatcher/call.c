@@ -16,6 +16,7 @@
 
 #include "disp/guard.h"
 #include "disp/tensor.h"
+#include "argcheck_internal.h"
 #include "error_internal.h"
 #include "registry_internal.h"
 #include "stack_internal.h"
@@ -116,19 +117,38 @@ static disp_dispatch traced(const char *label, const disp_op *op, disp_dispatch 
   return d;
 }
 
+/* What disp_op_dispatch and disp_op_redispatch hand out for a NULL operator
+ * (status.h's Note [NULL arguments]): their result's kernel is never NULL,
+ * so it is one that refuses when run, naming the function that got the NULL. */
+static disp_status null_op_kernel(const disp_op *op, disp_keyset ks, disp_stack *stack, void *fn) {
+  (void)op;
+  (void)ks;
+  (void)stack;
+  return disp__null_arg(fn, "op");
+}
+static const disp_kernel_slot null_op_dispatch_slot = {null_op_kernel, NULL, 0, (void *)"disp_op_dispatch"};
+static const disp_kernel_slot null_op_redispatch_slot = {null_op_kernel, NULL, 0, (void *)"disp_op_redispatch"};
+
 disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys) {
+  if (__builtin_expect(!op, 0)) return (disp_dispatch){null_op_dispatch_slot, tensor_keys};
   disp_dispatch d = pick(op, apply_tls(tensor_keys), 1);
   if (__builtin_expect(disp__tracing(), 0)) return traced("[call]", op, d);
   return d;
 }
 
 disp_dispatch disp_op_redispatch(const disp_op *op, disp_keyset ks) {
+  if (__builtin_expect(!op, 0)) return (disp_dispatch){null_op_redispatch_slot, ks};
   disp_dispatch d = pick(op, ks, 0);
   if (__builtin_expect(disp__tracing(), 0)) return traced("[redispatch]", op, d);
   return d;
 }
 
 const disp_kernel_slot *disp_redispatch_lookup(const disp_op *op, disp_keyset ks, uint64_t *seq) {
+  if (!seq) return &null_op_redispatch_slot; /* misuse: nothing to end */
+  if (!op) {
+    *seq = disp__read_begin(); /* the caller ends it */
+    return &null_op_redispatch_slot;
+  }
   *seq = disp__read_begin_via(op);
   const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->real, memory_order_acquire);
   const disp_kernel_slot *k = disp__fast_cell((const disp_fast_table *)(const void *)t, &ks.repr, 0);
@@ -148,6 +168,7 @@ disp_keyset disp_keyset_below(disp_keyset ks) {
 /* ---- errors ------------------------------------------------------------- */
 
 void disp_error_add_op(const disp_op *op) {
+  if (!op) return; /* no operator to name */
   const char *msg = disp_last_error();
   if (strstr(msg, op->name)) return;
   disp__error_prefix("%s: ", op->name);
@@ -303,6 +324,8 @@ static __attribute__((noinline)) disp_status call_boxed_finish(const disp_op *op
  * plain tensor arguments, no trace, and a built-in operator's unboxed
  * kernel, whose generated adapter does the rest (error message included). */
 disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
+  DISP_REFUSE_NULL(op);
+  DISP_REFUSE_NULL(stack);
   const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
   if (!sig || stack->len < (size_t)sig->nargs || disp__tracing()) return call_boxed_slow(op, stack);
   const disp_value *args = stack->v + stack->len - (size_t)sig->nargs;
@@ -320,6 +343,8 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
 }
 
 disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack) {
+  DISP_REFUSE_NULL(op);
+  DISP_REFUSE_NULL(stack);
   disp_status st;
   const disp_signature *sig = signature_of(op, &st);
   if (!sig) return st;
@@ -412,6 +437,7 @@ static disp_status call_va(const disp_op *op, va_mode mode, disp_dispatch d, va_
 }
 
 disp_status disp_call(const disp_op *op, ...) {
+  DISP_REFUSE_NULL(op);
   disp_dispatch none = {0};
   va_list ap;
   va_start(ap, op);
@@ -421,6 +447,7 @@ disp_status disp_call(const disp_op *op, ...) {
 }
 
 disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
+  DISP_REFUSE_NULL(op);
   disp_dispatch d = {.ks = ks};
   va_list ap;
   va_start(ap, ks);
@@ -430,6 +457,7 @@ disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
 }
 
 disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...) {
+  DISP_REFUSE_NULL(op);
   va_list ap;
   va_start(ap, d);
   disp_status st = call_va(op, VA_GIVEN, d, &ap);
@@ -438,6 +466,8 @@ disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...) {
 }
 
 disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn, void *user_data, disp_keyset ks, ...) {
+  DISP_REFUSE_NULL(op);
+  DISP_REFUSE_NULL(fn);
   disp_dispatch d = {.kernel = {.boxed = fn, .user_data = user_data}, .ks = ks};
   va_list ap;
   va_start(ap, ks);
@@ -476,6 +506,8 @@ static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_
 }
 
 disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out) {
+  DISP_REFUSE_NULL(op);
+  DISP_REFUSE_NULL(out);
   const disp_signature *sig;
   disp_status st = usable(op, &sig);
   if (st != DISP_OK) return st;
@@ -548,6 +580,8 @@ static disp_status push_default(disp_stack *s, const disp_argument *a, disp_ctyp
 }
 
 disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_t given) {
+  DISP_REFUSE_NULL(op);
+  DISP_REFUSE_NULL(stack);
   const disp_schema *schema = disp_op_schema(op);
   disp_status st;
   const disp_signature *sig = signature_of(op, &st);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argcheck_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
 #include "strbuf_internal.h"
@@ -15,6 +16,7 @@ static void table_line(disp_strbuf *b, disp_key k, const disp_kernel_entry *e, d
 }
 
 char *disp_op_dump_table(const disp_op *op) {
+  DISP_REFUSE_NULL_PTR(op);
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp__lock();
@@ -42,6 +44,7 @@ char *disp_fallback_dump(void) {
 }
 
 char *disp_op_dump_state(const disp_op *op) {
+  DISP_REFUSE_NULL_PTR(op);
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp__lock();

@@ -57,6 +57,7 @@ disp_status disp__fail(disp_status status, const char *fmt, ...) {
 }
 
 disp_status disp_set_error(disp_status status, const char *fmt, ...) {
+  if (!fmt) return disp__fail(DISP_ERR_INVALID_ARG, "disp_set_error: fmt is NULL"); /* Note [NULL arguments] */
   va_list ap;
   va_start(ap, fmt);
   disp__vfail(status, fmt, ap);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "disp/keyset.h"
+#include "argcheck_internal.h"
 #include "error_internal.h"
 
 /* Functionality keys are numbered 1..DISP_NUM_FUNCTIONALITIES in the enum,
@@ -128,7 +129,8 @@ const char *disp_key_name(disp_key k) {
 }
 
 disp_status disp_key_parse(const char *name, disp_key *out) {
-  if (!name || !out) return disp__fail(DISP_ERR_INVALID_ARG, "disp_key_parse: NULL argument");
+  DISP_REFUSE_NULL(name);
+  DISP_REFUSE_NULL(out);
   for (int k = 0; k < DISP_KEY_COUNT; k++) {
     if (k == DISP_KEY_END_OF_RUNTIME_KEYS) continue;
     if (strcmp(disp_key_name((disp_key)k), name) == 0) {
@@ -191,6 +193,7 @@ disp_keyset disp_keyset_of(disp_key k) {
 
 disp_keyset disp_keyset_of_keys(const disp_key *keys, size_t n) {
   disp_keyset s = {0};
+  if (!keys) return s; /* no keys to read: the empty set */
   for (size_t i = 0; i < n; i++) s.repr |= disp_keyset_of(keys[i]).repr;
   return s;
 }
@@ -233,6 +236,7 @@ disp_key disp_keyset_highest_key(disp_keyset s) {
 }
 
 size_t disp_keyset_to_keys(disp_keyset s, disp_key *out, size_t cap) {
+  if (!out) cap = 0; /* nowhere to write: only count, like snprintf(NULL, 0) */
   size_t n = 0;
   for (int f = 1; f <= DISP_NUM_FUNCTIONALITIES; f++) {
     if (!(s.repr & FUNC_BIT(f))) continue;
@@ -251,6 +255,7 @@ size_t disp_keyset_to_keys(disp_keyset s, disp_key *out, size_t cap) {
 }
 
 size_t disp_keyset_format(disp_keyset s, char *buf, size_t size) {
+  if (!buf) size = 0; /* nowhere to write: only measure, like snprintf(NULL, 0) */
   disp_key keys[DISP_NUM_RUNTIME_ENTRIES];
   size_t n = disp_keyset_to_keys(s, keys, DISP_NUM_RUNTIME_ENTRIES);
   size_t len = 0;

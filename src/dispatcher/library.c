@@ -18,6 +18,7 @@
 
 #include <ffi.h>
 
+#include "argcheck_internal.h"
 #include "error_internal.h"
 #include "reclaim_internal.h"
 #include "registry_internal.h"
@@ -45,6 +46,7 @@ static _Thread_local int tls_draining;
 static unsigned g_generation = 1;
 
 void disp_library_enqueue(disp_library_node *node) {
+  if (!node) return; /* nothing to queue: a no-op, as for any void function */
   disp_library_node *head = atomic_load(&g_queue);
   do {
     node->next = head;
@@ -83,9 +85,9 @@ static disp_status check_namespace(disp_library_kind kind, const char *ns) {
 
 disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key key,
                              const char *file, int line, disp_library **out) {
-  if (!ns || !out || (unsigned)kind > DISP_LIBRARY_IMPL)
-    return !ns ? check_namespace(kind, ns)
-               : disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: NULL or invalid argument");
+  DISP_REFUSE_NULL(out);
+  if ((unsigned)kind > DISP_LIBRARY_IMPL)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: invalid library kind %d", (int)kind);
   if (check_namespace(kind, ns) != DISP_OK) return DISP_ERR_INVALID_ARG;
   if (kind == DISP_LIBRARY_IMPL && key != DISP_KEY_UNDEFINED && !disp_key_is_alias(key) &&
       disp_key_table_index(key) <= 0)
@@ -170,8 +172,12 @@ void disp_library_free(disp_library *lib) {
   free(lib);
 }
 
-const char *disp_library_namespace(const disp_library *lib) { return lib->ns; }
-disp_key disp_library_key(const disp_library *lib) { return lib->key; }
+const char *disp_library_namespace(const disp_library *lib) {
+  DISP_REFUSE_NULL_PTR(lib);
+  return lib->ns;
+}
+
+disp_key disp_library_key(const disp_library *lib) { return lib ? lib->key : DISP_KEY_UNDEFINED; }
 
 static void keep(disp_library *lib, disp_registration *reg, disp_registration **out) {
   reg->next = lib->regs;
@@ -200,6 +206,8 @@ static disp_status library_def(disp_library *lib, const char *schema, disp_fn ad
 }
 
 disp_status disp_library_def(disp_library *lib, const char *schema, disp_registration **out) {
+  DISP_REFUSE_NULL(lib);
+  DISP_REFUSE_NULL(schema);
   return library_def(lib, schema, NULL, out);
 }
 
@@ -225,7 +233,8 @@ void disp__at_shutdown(void (*fn)(void)) {
 
 disp_status disp_library_impl_key(disp_library *lib, const char *name, disp_key key,
                                   disp_kernel kernel, disp_registration **out) {
-  if (!lib || !name) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_impl: NULL argument");
+  DISP_REFUSE_NULL(lib);
+  DISP_REFUSE_NULL(name);
   if ((unsigned)key >= DISP_KEY_COUNT)
     return disp__fail(DISP_ERR_INVALID_ARG, "impl(\"%s\"): invalid dispatch key %d", name, (int)key);
   disp_registration *reg = NULL;
@@ -238,7 +247,8 @@ disp_status disp_library_impl_key(disp_library *lib, const char *name, disp_key 
 
 disp_status disp_library_impl(disp_library *lib, const char *name, disp_kernel kernel,
                               disp_registration **out) {
-  if (!lib) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_impl: NULL library");
+  DISP_REFUSE_NULL(lib);
+  DISP_REFUSE_NULL(name);
   /* PyTorch registers an impl without a dispatch key (in a TORCH_LIBRARY
    * block) as CompositeImplicitAutograd. */
   disp_key key = lib->kind == DISP_LIBRARY_IMPL && lib->key != DISP_KEY_UNDEFINED
@@ -248,7 +258,7 @@ disp_status disp_library_impl(disp_library *lib, const char *name, disp_kernel k
 }
 
 disp_status disp_library_fallback(disp_library *lib, disp_kernel kernel, disp_registration **out) {
-  if (!lib) return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_fallback: NULL library");
+  DISP_REFUSE_NULL(lib);
   if (lib->kind != DISP_LIBRARY_IMPL || lib->key == DISP_KEY_UNDEFINED)
     return disp__fail(DISP_ERR_INVALID_ARG,
                       "fallback() needs a DISP_LIBRARY_IMPL block with a dispatch key (%s)",

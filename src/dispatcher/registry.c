@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argcheck_internal.h"
 #include "error_internal.h"
 #include "reclaim_internal.h"
 #include "registry_internal.h"
@@ -184,14 +185,19 @@ disp_status disp__op_get_or_create(const char *name, disp_op **out) {
   return DISP_OK;
 }
 
-const char *disp_op_name(const disp_op *op) { return op->name; }
+const char *disp_op_name(const disp_op *op) {
+  DISP_REFUSE_NULL_PTR(op);
+  return op->name;
+}
 
 const disp_schema *disp_op_schema(const disp_op *op) {
+  DISP_REFUSE_NULL_PTR(op);
   return atomic_load_explicit(&((disp_op *)op)->schema, memory_order_acquire);
 }
 
 disp_status disp_op_find(const char *qualified_name, const disp_op **out) {
-  if (!qualified_name || !out) return disp__fail(DISP_ERR_INVALID_ARG, "disp_op_find: NULL argument");
+  DISP_REFUSE_NULL(qualified_name);
+  DISP_REFUSE_NULL(out);
   disp__lock();
   disp_op *op = disp__op_lookup(qualified_name);
   int defined = op && atomic_load(&op->schema);
@@ -202,7 +208,7 @@ disp_status disp_op_find(const char *qualified_name, const disp_op **out) {
 }
 
 int disp_op_has_kernel(const disp_op *op, disp_key key) {
-  if ((unsigned)key >= DISP_KEY_COUNT) return 0;
+  if (!op || (unsigned)key >= DISP_KEY_COUNT) return 0;
   disp__lock();
   int has = op->kernels[key] != NULL;
   disp__unlock();
@@ -214,6 +220,8 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 disp_status disp_op_list(const char ***names, size_t *count) {
+  DISP_REFUSE_NULL(names);
+  DISP_REFUSE_NULL(count);
   disp__lock();
   size_t n = 0, i = 0;
   disp_op *op, *tmp;
@@ -566,6 +574,7 @@ void disp_registration_remove(disp_registration *reg) {
 }
 
 const char *disp_registration_debug(const disp_registration *reg) {
+  DISP_REFUSE_NULL_PTR(reg);
   if (reg->debug) return reg->debug;
   return reg->entry ? reg->entry->debug : "";
 }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argcheck_internal.h"
 #include "error_internal.h"
 #include "schema_internal.h"
 
@@ -746,17 +747,24 @@ disp_status disp__schema_parse_decl(const char *text, const char *default_ns,
 /* ---- public API ----------------------------------------------------------- */
 
 disp_status disp_schema_parse(const char *text, disp_schema **out) {
+  DISP_REFUSE_NULL(out);
+  *out = NULL; /* *out is NULL on every failure, this one included */
+  DISP_REFUSE_NULL(text);
   return disp_schema_parse_ns(text, NULL, out);
 }
 
 disp_status disp_schema_parse_ns(const char *text, const char *default_ns, disp_schema **out) {
-  if (!out) return disp__fail(DISP_ERR_INVALID_ARG, "schema output pointer is NULL");
+  DISP_REFUSE_NULL(out);
+  *out = NULL; /* *out is NULL on every failure, this one included */
+  DISP_REFUSE_NULL(text);
   return disp__schema_parse_decl(text, default_ns, DISP_NS_DEF, 0, out, NULL);
 }
 
 disp_status disp_schema_parse_name(const char *text, const char *default_ns,
                                    char **qualified_name_out) {
-  if (!qualified_name_out) return disp__fail(DISP_ERR_INVALID_ARG, "name output pointer is NULL");
+  DISP_REFUSE_NULL(qualified_name_out);
+  *qualified_name_out = NULL; /* NULL on every failure, this one included */
+  DISP_REFUSE_NULL(text);
   return disp__schema_parse_decl(text, default_ns, DISP_NS_IMPL, 1, NULL, qualified_name_out);
 }
 
@@ -767,10 +775,7 @@ void disp_schema_free(disp_schema *s) {
 }
 
 disp_schema *disp_schema_copy(const disp_schema *s) {
-  if (!s) {
-    disp__fail(DISP_ERR_INVALID_ARG, "schema is NULL");
-    return NULL;
-  }
+  DISP_REFUSE_NULL_PTR(s);
   /* The printed form reads back to an identical schema (the fuzz target
    * checks exactly that), so a copy is a print and a parse. */
   char *text = disp_schema_to_string(s);

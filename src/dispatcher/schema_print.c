@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argcheck_internal.h"
 #include "error_internal.h"
 #include "schema_internal.h"
 
@@ -344,7 +345,7 @@ void disp__schema_print(disp_strbuf *b, const disp_schema *s) {
 }
 
 char *disp_schema_to_string(const disp_schema *s) {
-  if (!s) return NULL;
+  DISP_REFUSE_NULL_PTR(s);
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp__schema_print(&b, s);
@@ -353,11 +354,26 @@ char *disp_schema_to_string(const disp_schema *s) {
 
 /* ---- accessors ---------------------------------------------------------- */
 
-const char *disp_schema_name(const disp_schema *s) { return s ? s->name : NULL; }
-const char *disp_schema_base_name(const disp_schema *s) { return s ? s->base_name : NULL; }
-const char *disp_schema_namespace(const disp_schema *s) { return s ? s->ns : NULL; }
-const char *disp_schema_overload(const disp_schema *s) { return s ? s->overload : NULL; }
-const char *disp_schema_qualified_name(const disp_schema *s) { return s ? s->qualified : NULL; }
+const char *disp_schema_name(const disp_schema *s) {
+  DISP_REFUSE_NULL_PTR(s);
+  return s->name;
+}
+const char *disp_schema_base_name(const disp_schema *s) {
+  DISP_REFUSE_NULL_PTR(s);
+  return s->base_name;
+}
+const char *disp_schema_namespace(const disp_schema *s) {
+  DISP_REFUSE_NULL_PTR(s);
+  return s->ns;
+}
+const char *disp_schema_overload(const disp_schema *s) {
+  DISP_REFUSE_NULL_PTR(s);
+  return s->overload;
+}
+const char *disp_schema_qualified_name(const disp_schema *s) {
+  DISP_REFUSE_NULL_PTR(s);
+  return s->qualified;
+}
 size_t disp_schema_num_arguments(const disp_schema *s) { return s ? s->num_args : 0; }
 size_t disp_schema_num_returns(const disp_schema *s) { return s ? s->num_rets : 0; }
 int disp_schema_is_vararg(const disp_schema *s) { return s ? s->is_vararg : 0; }
@@ -381,14 +397,17 @@ static const char *alias_set(const disp_argument *a) {
 }
 
 const char *disp_schema_argument_name(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   const disp_argument *a = arg_at(s, i);
   return a ? a->name : NULL;
 }
 const disp_type *disp_schema_argument_type(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   const disp_argument *a = arg_at(s, i);
   return a ? a->type : NULL;
 }
 const char *disp_schema_argument_type_str(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   const disp_argument *a = arg_at(s, i);
   return a ? a->type_str : NULL;
 }
@@ -405,23 +424,28 @@ int disp_schema_argument_has_default(const disp_schema *s, size_t i) {
   return a && a->default_value;
 }
 const char *disp_schema_argument_default_str(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   const disp_argument *a = arg_at(s, i);
   return a ? a->default_str : NULL;
 }
 int disp_schema_argument_is_write(const disp_schema *s, size_t i) { return is_write(arg_at(s, i)); }
 const char *disp_schema_argument_alias_set(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   return alias_set(arg_at(s, i));
 }
 
 const char *disp_schema_return_name(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   const disp_argument *a = ret_at(s, i);
   return a ? a->name : NULL;
 }
 const disp_type *disp_schema_return_type(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   const disp_argument *a = ret_at(s, i);
   return a ? a->type : NULL;
 }
 const char *disp_schema_return_type_str(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   const disp_argument *a = ret_at(s, i);
   return a ? a->type_str : NULL;
 }
@@ -431,20 +455,23 @@ int64_t disp_schema_return_list_size(const disp_schema *s, size_t i) {
 }
 int disp_schema_return_is_write(const disp_schema *s, size_t i) { return is_write(ret_at(s, i)); }
 const char *disp_schema_return_alias_set(const disp_schema *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
   return alias_set(ret_at(s, i));
 }
 
-disp_type_kind disp_schema_type_kind(const disp_type *t) { return t->kind; }
+/* No type has kind None's place to fill: a NULL type reads as `None`. */
+disp_type_kind disp_schema_type_kind(const disp_type *t) { return t ? t->kind : DISP_TYPE_NONE; }
 size_t disp_schema_type_num_elements(const disp_type *t) { return t ? t->num_elems : 0; }
 const disp_type *disp_schema_type_element(const disp_type *t, size_t i) {
-  return t && i < t->num_elems ? t->elems[i] : NULL;
+  DISP_REFUSE_NULL_PTR(t);
+  return i < t->num_elems ? t->elems[i] : NULL;
 }
 const char *disp_schema_type_name(const disp_type *t) {
-  if (!t) return NULL;
+  DISP_REFUSE_NULL_PTR(t);
   return t->name ? t->name : disp__schema_kind_name(t->kind);
 }
 char *disp_schema_type_str(const disp_type *t) {
-  if (!t) return NULL;
+  DISP_REFUSE_NULL_PTR(t);
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp__schema_print_type(&b, t, 0);

@@ -6,6 +6,7 @@
 
 #include "disp/tensor.h"
 #include "disp/value.h"
+#include "argcheck_internal.h"
 #include "error_internal.h"
 
 #include "stack_internal.h"
@@ -33,6 +34,7 @@ const char *disp_value_tag_name(disp_value_tag tag) {
 disp_stack *disp_stack_new(void) { return calloc(1, sizeof(disp_stack)); }
 
 void disp_value_clear(disp_value *v) {
+  if (!v) return; /* nothing to clear */
   switch (v->tag) {
     case DISP_VALUE_TENSOR: disp_tensor_release(v->u.tensor); break;
     case DISP_VALUE_STRING: free(v->u.str); break;
@@ -67,11 +69,17 @@ void disp_stack_free(disp_stack *s) {
   free(s);
 }
 
-size_t disp_stack_size(const disp_stack *s) { return s->len; }
+size_t disp_stack_size(const disp_stack *s) { return s ? s->len : 0; }
 
-disp_value *disp_stack_at(disp_stack *s, size_t i) { return i < s->len ? &s->v[i] : NULL; }
+disp_value *disp_stack_at(disp_stack *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
+  return i < s->len ? &s->v[i] : NULL;
+}
 
-disp_value *disp_stack_peek(disp_stack *s, size_t i) { return i < s->len ? &s->v[s->len - 1 - i] : NULL; }
+disp_value *disp_stack_peek(disp_stack *s, size_t i) {
+  DISP_REFUSE_NULL_PTR(s);
+  return i < s->len ? &s->v[s->len - 1 - i] : NULL;
+}
 
 /* Reserve one slot; the value is moved in by the caller. */
 static disp_value *slot(disp_stack *s) {
@@ -88,6 +96,9 @@ static disp_value *slot(disp_stack *s) {
 static disp_status oom(void) { return disp__fail(DISP_ERR_NO_MEMORY, "out of memory pushing onto a stack"); }
 
 disp_status disp_stack_push_value_steal(disp_stack *s, disp_value *v) {
+  DISP_REFUSE_NULL(v);
+  if (!s) disp_value_clear(v); /* a _steal function owns `v` even when it fails */
+  DISP_REFUSE_NULL(s);
   disp_value *d = slot(s);
   if (!d) {
     disp_value_clear(v);
@@ -100,11 +111,14 @@ disp_status disp_stack_push_value_steal(disp_stack *s, disp_value *v) {
 }
 
 disp_status disp_stack_push_none(disp_stack *s) {
+  DISP_REFUSE_NULL(s);
   disp_value v = {0};
   return disp_stack_push_value_steal(s, &v);
 }
 
 disp_status disp_stack_push_tensor_steal(disp_stack *s, disp_tensor *t) {
+  if (!s) disp_tensor_release(t); /* a _steal function owns `t` even when it fails */
+  DISP_REFUSE_NULL(s);
   disp_value v = {0};
   if (t) {
     v.tag = DISP_VALUE_TENSOR;
@@ -114,6 +128,7 @@ disp_status disp_stack_push_tensor_steal(disp_stack *s, disp_tensor *t) {
 }
 
 disp_status disp_stack_push_tensor(disp_stack *s, disp_tensor *t) {
+  DISP_REFUSE_NULL(s);
   if (t && s->len < s->cap) { /* the common case, without the general path */
     disp_value *v = &s->v[s->len++];
     v->tag = DISP_VALUE_TENSOR;
@@ -125,21 +140,25 @@ disp_status disp_stack_push_tensor(disp_stack *s, disp_tensor *t) {
 }
 
 disp_status disp_stack_push_int(disp_stack *s, int64_t x) {
+  DISP_REFUSE_NULL(s);
   disp_value v = {.tag = DISP_VALUE_INT, .u.i = x};
   return disp_stack_push_value_steal(s, &v);
 }
 
 disp_status disp_stack_push_double(disp_stack *s, double x) {
+  DISP_REFUSE_NULL(s);
   disp_value v = {.tag = DISP_VALUE_DOUBLE, .u.d = x};
   return disp_stack_push_value_steal(s, &v);
 }
 
 disp_status disp_stack_push_bool(disp_stack *s, bool x) {
+  DISP_REFUSE_NULL(s);
   disp_value v = {.tag = DISP_VALUE_BOOL, .u.b = x};
   return disp_stack_push_value_steal(s, &v);
 }
 
 disp_status disp_stack_push_scalar(disp_stack *s, disp_scalar x) {
+  DISP_REFUSE_NULL(s);
   switch (x.kind) {
     case DISP_SCALAR_INT: return disp_stack_push_int(s, x.v.i);
     case DISP_SCALAR_DOUBLE: return disp_stack_push_double(s, x.v.d);
@@ -150,6 +169,7 @@ disp_status disp_stack_push_scalar(disp_stack *s, disp_scalar x) {
 }
 
 disp_status disp_stack_push_string(disp_stack *s, const char *x) {
+  DISP_REFUSE_NULL(s);
   if (!x) return disp_stack_push_none(s);
   disp_value v = {.tag = DISP_VALUE_STRING, .u.str = strdup(x)};
   if (!v.u.str) return oom();
@@ -163,6 +183,8 @@ static void *dup_array(const void *src, size_t n, size_t size) {
 }
 
 disp_status disp_stack_push_int_list(disp_stack *s, const int64_t *x, size_t n) {
+  DISP_REFUSE_NULL(s);
+  if (n) DISP_REFUSE_NULL_AS(x, "v"); /* an empty list may be NULL */
   disp_value v = {.tag = DISP_VALUE_INT_LIST};
   if (!(v.u.ints.data = dup_array(x, n, sizeof *x))) return oom();
   v.u.ints.len = n;
@@ -170,6 +192,8 @@ disp_status disp_stack_push_int_list(disp_stack *s, const int64_t *x, size_t n) 
 }
 
 disp_status disp_stack_push_double_list(disp_stack *s, const double *x, size_t n) {
+  DISP_REFUSE_NULL(s);
+  if (n) DISP_REFUSE_NULL_AS(x, "v"); /* an empty list may be NULL */
   disp_value v = {.tag = DISP_VALUE_DOUBLE_LIST};
   if (!(v.u.doubles.data = dup_array(x, n, sizeof *x))) return oom();
   v.u.doubles.len = n;
@@ -177,6 +201,8 @@ disp_status disp_stack_push_double_list(disp_stack *s, const double *x, size_t n
 }
 
 disp_status disp_stack_push_bool_list(disp_stack *s, const bool *x, size_t n) {
+  DISP_REFUSE_NULL(s);
+  if (n) DISP_REFUSE_NULL_AS(x, "v"); /* an empty list may be NULL */
   disp_value v = {.tag = DISP_VALUE_BOOL_LIST};
   if (!(v.u.bools.data = dup_array(x, n, sizeof *x))) return oom();
   v.u.bools.len = n;
@@ -184,6 +210,8 @@ disp_status disp_stack_push_bool_list(disp_stack *s, const bool *x, size_t n) {
 }
 
 disp_status disp_stack_push_tensor_list(disp_stack *s, disp_tensor *const *x, size_t n) {
+  DISP_REFUSE_NULL(s);
+  if (n) DISP_REFUSE_NULL_AS(x, "v"); /* an empty list may be NULL */
   disp_value v = {.tag = DISP_VALUE_TENSOR_LIST};
   if (!(v.u.tensors.data = dup_array(x, n, sizeof *x))) return oom();
   v.u.tensors.len = n;
@@ -193,6 +221,7 @@ disp_status disp_stack_push_tensor_list(disp_stack *s, disp_tensor *const *x, si
 }
 
 disp_status disp_stack_push_device(disp_stack *s, int32_t type, int32_t index) {
+  DISP_REFUSE_NULL(s);
   disp_value v = {.tag = DISP_VALUE_DEVICE};
   v.u.device.type = type;
   v.u.device.index = index;
@@ -200,18 +229,22 @@ disp_status disp_stack_push_device(disp_stack *s, int32_t type, int32_t index) {
 }
 
 disp_status disp_stack_push_generator(disp_stack *s, void *g) {
+  DISP_REFUSE_NULL(s);
   if (!g) return disp_stack_push_none(s);
   disp_value v = {.tag = DISP_VALUE_GENERATOR, .u.ptr = g};
   return disp_stack_push_value_steal(s, &v);
 }
 
 disp_status disp_stack_push_storage(disp_stack *s, disp_storage *st) {
+  DISP_REFUSE_NULL(s);
   if (!st) return disp_stack_push_none(s);
   disp_value v = {.tag = DISP_VALUE_STORAGE, .u.storage = disp_storage_retain(st)};
   return disp_stack_push_value_steal(s, &v);
 }
 
 disp_status disp_stack_push_value(disp_stack *s, const disp_value *x) {
+  DISP_REFUSE_NULL(s);
+  DISP_REFUSE_NULL_AS(x, "v");
   switch (x->tag) {
     case DISP_VALUE_TENSOR: return disp_stack_push_tensor(s, x->u.tensor);
     case DISP_VALUE_STRING: return disp_stack_push_string(s, x->u.str);
@@ -229,16 +262,21 @@ disp_status disp_stack_push_value(disp_stack *s, const disp_value *x) {
 }
 
 disp_status disp_stack_pop(disp_stack *s, disp_value *out) {
+  DISP_REFUSE_NULL(s);
+  DISP_REFUSE_NULL(out);
   if (!s->len) return disp__fail(DISP_ERR_INVALID_ARG, "pop from an empty stack");
   *out = s->v[--s->len];
   return DISP_OK;
 }
 
 void disp_stack_drop(disp_stack *s, size_t n) {
+  if (!s) return; /* nothing to drop */
   while (n-- && s->len) release_value(&s->v[--s->len]);
 }
 
 disp_status disp_stack_pop_tensor(disp_stack *s, disp_tensor **out) {
+  DISP_REFUSE_NULL(s);
+  DISP_REFUSE_NULL(out);
   if (!s->len) return disp__fail(DISP_ERR_INVALID_ARG, "pop from an empty stack");
   disp_value *top = &s->v[s->len - 1];
   if (top->tag != DISP_VALUE_TENSOR && top->tag != DISP_VALUE_NONE)
