@@ -16,7 +16,7 @@ enum { CALLERS = 3, CALLS = 20000 };
 
 static const disp_op *g_op;
 static atomic_int g_stop;
-static atomic_long g_cpu_a, g_cpu_b, g_autograd, g_errors;
+static atomic_long g_cpu_a, g_cpu_b, g_autograd, g_errors, g_flips;
 
 static disp_status cpu_a(disp_tensor *self, disp_tensor **out) {
   atomic_fetch_add_explicit(&g_cpu_a, 1, memory_order_relaxed);
@@ -48,7 +48,9 @@ static void *caller(void *arg) {
     return NULL;
   }
   disp_stack *s = disp_stack_new();
-  for (int i = 0; i < CALLS; i++) {
+  /* At least CALLS calls, and on until the writer has flipped a few times:
+   * on two cores the callers could otherwise finish before it starts. */
+  for (int i = 0; i < CALLS || atomic_load(&g_flips) < 20; i++) {
     disp_tensor *out = NULL;
     disp_status st;
     if ((i + id) % 4 == 0) {
@@ -85,6 +87,7 @@ static void *writer(void *arg) {
     disp_library_free(fb);
     disp_library_free(ag);
     disp_library_free(b);
+    atomic_fetch_add(&g_flips, 1);
   }
   return NULL;
 }
@@ -104,7 +107,7 @@ TEST(calls_race_with_registration) {
   pthread_join(w, NULL);
   ASSERT_EQ_INT(atomic_load(&g_errors), 0);
   long total = atomic_load(&g_cpu_a) + atomic_load(&g_cpu_b);
-  ASSERT_EQ_INT(total, (long)CALLERS * CALLS);
+  ASSERT_TRUE(total >= (long)CALLERS * CALLS);
   /* Both configurations were seen: the calls really raced the changes. */
   ASSERT_TRUE(atomic_load(&g_cpu_a) > 0 && atomic_load(&g_cpu_b) > 0 && atomic_load(&g_autograd) > 0);
   /* With only the first kernel left, calls reach it again. */
