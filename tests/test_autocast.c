@@ -254,10 +254,6 @@ TEST(exit_of_a_guard_not_open_is_refused) {
   ac_state inside = ac_snapshot();
   ASSERT_STATUS(disp_autocast_exit(&never), DISP_ERR_INVALID_ARG); /* another guard */
   ASSERT_TRUE(ac_same(ac_snapshot(), inside));
-  /* Entering a guard that is open would lose the state its exit restores. */
-  ASSERT_STATUS(disp_autocast_enter(DISP_BACKEND_CUDA, DISP_DTYPE_FLOAT16, 1, 1, &g), DISP_ERR_INVALID_ARG);
-  ASSERT_CONTAINS(disp_last_error(), "already an open autocast region");
-  ASSERT_TRUE(ac_same(ac_snapshot(), inside));
   /* A copy of the guard is the same region: either may exit it, once. */
   disp_autocast_guard copy = g;
   ASSERT_OK(disp_autocast_exit(&copy));

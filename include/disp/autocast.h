@@ -156,9 +156,11 @@ typedef struct disp_autocast_guard {
  * enabled flag and dtype and the cache flag into *guard, then sets them and
  * increments the nesting depth (also when enabled is 0, as 1.13 does).
  * Errors: DISP_ERR_INVALID_ARG (NULL guard, a device type without autocast,
- * a dtype disp_autocast_set_dtype refuses, a guard that is already an open
- * region, more than 64 regions open on the thread); nothing changes, and
- * disp_autocast_exit refuses the guard (unless it was already open). Thread-safe.
+ * a dtype disp_autocast_set_dtype refuses, more than 64 regions open on the
+ * thread); nothing changes, and disp_autocast_exit refuses the guard. The
+ * guard's old contents are never read (it is usually a fresh local), so do
+ * not enter a guard that is still open: its region could not be exited.
+ * Thread-safe.
  */
 DISP_API disp_status disp_autocast_enter(disp_backend device_type, disp_dtype dtype, int enabled,
                                          int cache_enabled, disp_autocast_guard *guard);
