@@ -154,6 +154,17 @@ TEST(format_truncates_safely) {
   return 0;
 }
 
+/* Note [NULL arguments] (c): a NULL buffer is measured, not written, as
+ * snprintf(NULL, 0) - whatever size comes with it. */
+TEST(null_buffers_only_measure) {
+  const char *names[] = {"CPU", "AutogradCPU"};
+  disp_keyset s = ks_of(names, 2);
+  ASSERT_EQ_INT(disp_keyset_format(s, NULL, 64), strlen("DispatchKeySet(CPU, AutogradCPU)"));
+  ASSERT_EQ_INT(disp_keyset_to_keys(s, NULL, 8), 2);
+  ASSERT_TRUE(disp_keyset_is_empty(disp_keyset_of_keys(NULL, 3)));
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(names_round_trip),
     TEST_ENTRY(cpu_tensor_set_prints_like_pytorch),
@@ -164,6 +175,7 @@ TEST_LIST = {
     TEST_ENTRY(full_after),
     TEST_ENTRY(alias_expansion),
     TEST_ENTRY(format_truncates_safely),
+    TEST_ENTRY(null_buffers_only_measure),
     TEST_END};
 
 TEST_MAIN()
