@@ -102,6 +102,8 @@ static const type_value type_values[] = {
     {"disp_opt_device", 0, "fx.opt_device"},
     /* objects */
     {"const disp_op*", 1, "fx.op"},
+    {"disp_boxed_fn", 1, "fx.kernel.boxed"},
+    {"uint64_t*", 1, "&fx_out.u64"},
     {"disp_stack*", 1, "fx.stack"},
     {"const disp_stack*", 1, "fx.stack"},
     {"disp_tensor*", 1, "fx.tensor"},

@@ -71,6 +71,7 @@ typedef struct null_outs {
   char buf[256];
   size_t size;
   int64_t i64;
+  uint64_t u64;
   int i;
   disp_library_node node;
 } null_outs;

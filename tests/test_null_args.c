@@ -42,6 +42,9 @@ typedef struct null_param {
 } null_param;
 
 static const null_param documented_nullable[] = {
+    {"disp_call_boxed_kernel", "user_data", "call.h: the kernel's own pointer, passed as is"},
+    {"disp_redispatch_lookup", "op", "call.h: a cell whose kernel refuses when run (DISP_REDISPATCH never sees NULL)"},
+    {"disp_redispatch_lookup", "seq", "call.h: a cell whose kernel refuses when run"},
     {"disp_stack_push_tensor", "t", "value.h: NULL pushes None"},
     {"disp_stack_push_tensor_steal", "t", "value.h: NULL pushes None"},
     {"disp_stack_push_string", "v", "value.h: NULL pushes None"},
@@ -272,7 +275,7 @@ static void take_snapshot(snapshot *s) {
   s->autocast_cache_enabled = disp_autocast_is_cache_enabled();
   (void)disp_autocast_get_dtype(DISP_BACKEND_CPU, &s->autocast_dtype);
   s->autocast_cache = disp_autocast_cache_size();
-  s->trace = disp_trace_enabled;
+  s->trace = disp_trace_get();
   if (disp_op_list(&names, &s->nops) == DISP_OK) free(names);
   s->stack_size = disp_stack_size(fx.stack);
   s->tensor_refs = disp_tensor_refcount(fx.tensor);
@@ -326,6 +329,23 @@ void null_hand_disp_redispatch_op(void) {
 void null_hand_disp_call_kernel_op(void);
 void null_hand_disp_call_kernel_op(void) {
   null_result.status = disp_call_kernel(NULL, fx.dispatch, fx.tensor, fx.tensor, fx.scalar, &hand_out);
+}
+
+void null_hand_disp_call_boxed_kernel_op(void);
+void null_hand_disp_call_boxed_kernel_op(void) {
+  null_result.status = disp_call_boxed_kernel(NULL, fx.kernel.boxed, NULL, fx.keyset, fx.tensor, fx.tensor,
+                                              fx.scalar, &hand_out);
+}
+
+void null_hand_disp_call_boxed_kernel_fn(void);
+void null_hand_disp_call_boxed_kernel_fn(void) {
+  null_result.status = disp_call_boxed_kernel(fx.op, NULL, NULL, fx.keyset, fx.tensor, fx.tensor, fx.scalar, &hand_out);
+}
+
+void null_hand_disp_call_boxed_kernel_user_data(void);
+void null_hand_disp_call_boxed_kernel_user_data(void) {
+  null_result.status = disp_call_boxed_kernel(fx.op, fx.kernel.boxed, NULL, fx.keyset, fx.tensor, fx.tensor,
+                                              fx.scalar, &hand_out);
 }
 
 void null_hand_disp_set_error_fmt(void);

@@ -253,7 +253,9 @@ static inline const disp_kernel_slot *disp__lookup_open(const disp_op *op, disp_
 /*
  * disp_redispatch_lookup - disp__lookup_open for a redispatch with exactly
  * `ks` (DISP_REDISPATCH uses it; out of line for the trace). The caller
- * ends the read with disp__read_end(*seq) once it has read the cell.
+ * ends the read with disp__read_end(*seq) once it has read the cell. A NULL
+ * op or seq gives a cell whose kernel refuses when run (never NULL), so the
+ * macro reports the error instead of crashing.
  */
 DISP_API const disp_kernel_slot *disp_redispatch_lookup(const disp_op *op, disp_keyset ks, uint64_t *seq);
 

@@ -85,6 +85,7 @@ static disp_status check_namespace(disp_library_kind kind, const char *ns) {
 
 disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key key,
                              const char *file, int line, disp_library **out) {
+  DISP_REFUSE_NULL(ns);
   DISP_REFUSE_NULL(out);
   if ((unsigned)kind > DISP_LIBRARY_IMPL)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: invalid library kind %d", (int)kind);
