@@ -81,21 +81,34 @@ DISP_API disp_keyset disp_keyset_below(disp_keyset ks);
 /*
  * disp_call_boxed - calls `op` with its arguments on top of `stack` (every
  * argument of the schema, in order; see disp_stack_fill_defaults). On return
- * the arguments are gone and the returns are on the stack. Errors: the
- * kernel's, with the operator's name added, or DISP_ERR_NO_KERNEL ("Could
- * not run 'ns::op' with arguments from the 'Key' backend. ..."). On error
- * the stack holds neither arguments nor returns. Thread-safe.
+ * the arguments are gone and the returns are on the stack. Every value is
+ * checked against its schema type before anything else happens: None only
+ * for optional types (`Tensor?`, `int?`, ...), an int where a float is
+ * expected, an int, float or bool for a Scalar, no None element in a
+ * Tensor[] (a Tensor?[] may hold them). What a boxed kernel leaves is checked
+ * against the declared returns (count and types). Errors: DISP_ERR_INVALID_ARG
+ * for too few values ("ns::op expects 2 arguments on the stack, found 1"),
+ * DISP_ERR_TYPE for a wrong value ("ns::op: argument 'mat2' (position 2) must
+ * be Tensor, not None"), DISP_ERR_KERNEL for wrong returns ("ns::op: the
+ * kernel left 3 values on the stack, but the schema declares 1 return"), the
+ * kernel's own error named after the operator once (see disp_error_add_op),
+ * or DISP_ERR_NO_KERNEL ("Could not run 'ns::op' with arguments from the
+ * 'Key' backend. ..."). On error the stack holds neither arguments nor
+ * returns (with too few values: nothing), each released once. Thread-safe.
  */
 DISP_API disp_status disp_call_boxed(const disp_op *op, disp_stack *stack);
 
-/* disp_redispatch_boxed - as disp_call_boxed with exactly the key set `ks`. */
+/* disp_redispatch_boxed - as disp_call_boxed with exactly the key set `ks`;
+ * a kernel's failure is left for the outer call to name. A set whose highest
+ * key is a fallthrough is DISP_ERR_INVALID_ARG. */
 DISP_API disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack);
 
 /*
  * disp_stack_fill_defaults - pushes the schema defaults of the arguments
  * after the first `given` ones (which must already be on the stack), so a
- * caller can pass only the leading arguments. Errors: DISP_ERR_INVALID_ARG
- * naming the first missing argument without a default.
+ * caller can pass only the leading arguments. Defaults of any length are
+ * pushed whole. Errors: DISP_ERR_INVALID_ARG naming the first missing
+ * argument without a default; the stack then holds what it held before.
  */
 DISP_API disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_t given);
 
@@ -129,14 +142,28 @@ DISP_API disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn,
 /*
  * disp_op_typed_entry - a function pointer with the operator's own unboxed
  * signature (no key set) that dispatches like disp_call; cast it to that
- * type. Built once per operator with a libffi closure and owned by the
- * dispatcher (valid until disp_shutdown). Errors: DISP_ERR_TYPE when a type
- * of the schema has no C mapping. Thread-safe.
+ * type. Built with a libffi closure and owned by the dispatcher.
+ * Lifetime: the pointer stays callable until disp_shutdown, but it is tied
+ * to the C signature it was built for. When the operator is removed, a call
+ * fails with DISP_ERR_OP_NOT_FOUND; when it is redefined with a schema of
+ * other C types, a call fails with DISP_ERR_MISMATCH naming both schemas,
+ * without reading its arguments or writing its out-pointers, and
+ * disp_op_typed_entry hands out a new pointer for the new signature (after
+ * a redefinition with the same C types the old pointer works as before).
+ * Errors: DISP_ERR_TYPE when a type of the schema has no C mapping.
+ * Thread-safe.
  */
 DISP_API disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out);
 
-/* Adds "op: " before this thread's error message unless it names op already.
- * NULL is a no-op. */
+/*
+ * disp_error_add_op - names a failed call's message after `op`, as every call
+ * path does when a kernel fails: "op: " before the kernel's message, once (a
+ * failure passed on from a nested call keeps the name of the operator that
+ * failed), or "op: the kernel failed without setting an error message" when
+ * the message there is not the kernel's (empty, or already read by the
+ * program through disp_last_error()). For code that runs kernels itself.
+ * NULL is a no-op.
+ */
 DISP_API void disp_error_add_op(const disp_op *op);
 
 /* ---- the typed fast path ---------------------------------------------- */

@@ -82,6 +82,10 @@ typedef struct disp_opt_device { int32_t type; int32_t index; bool has_value; } 
 /* An owned list of tensors (Tensor[] returns). */
 typedef struct disp_tensor_vec { disp_tensor **data; size_t len; } disp_tensor_vec;
 
+/* disp_tensor_vec_free - releases every tensor of `v` and its array, and
+ * empties it (a returned Tensor[] is the caller's to free). NULL ok. */
+DISP_API void disp_tensor_vec_free(disp_tensor_vec *v);
+
 /* A Scalar: the Python number passed (int, float or bool), as PyTorch keeps it. */
 typedef enum disp_scalar_kind {
   DISP_SCALAR_NONE = 0,

@@ -17,6 +17,7 @@
 #include "disp/guard.h"
 #include "disp/tensor.h"
 #include "argcheck_internal.h"
+#include "boxed_check_internal.h"
 #include "error_internal.h"
 #include "registry_internal.h"
 #include "stack_internal.h"
@@ -168,10 +169,7 @@ disp_keyset disp_keyset_below(disp_keyset ks) {
 /* ---- errors ------------------------------------------------------------- */
 
 void disp_error_add_op(const disp_op *op) {
-  if (!op) return; /* no operator to name */
-  const char *msg = disp_last_error();
-  if (strstr(msg, op->name)) return;
-  disp__error_prefix("%s: ", op->name);
+  if (op) disp__error_add_op_after(op->name); /* NULL: no operator to name */
 }
 
 /* The keys whose slot holds a kernel, as PyTorch's listAllDispatchKeys. */
@@ -216,6 +214,7 @@ disp_status disp__missing_kernel_boxed(const disp_op *op, disp_keyset ks, disp_s
   list_keys(op, &b);
   disp__strbuf_append(&b, ".");
   disp__fail(DISP_ERR_NO_KERNEL, "%s", disp__strbuf_cstr(&b));
+  disp__error_mark_named();
   disp__strbuf_free(&b);
   return DISP_ERR_NO_KERNEL;
 }
@@ -269,42 +268,80 @@ static disp_status boxed_via_unboxed(const disp_op *op, const disp_kernel_slot *
 typedef disp_status (*boxed_adapter)(const disp_op *op, disp_fn fn, int with_ks, disp_keyset ks,
                                      disp_stack *stack);
 
-static inline disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
-  if (d.kernel.boxed) return d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
-  boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
-  if (adapt) return adapt(op, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
-  return boxed_via_unboxed(op, &d.kernel, d.ks, stack);
-}
-
-static disp_status check_stack(const disp_op *op, const disp_signature *sig, disp_stack *stack) {
-  if (stack->len < (size_t)sig->nargs)
-    return disp__fail(DISP_ERR_INVALID_ARG, "%s expects %d arguments on the stack, found %zu",
-                      op->name, sig->nargs, disp_stack_size(stack));
-  return DISP_OK;
-}
-
 /* On error the stack must hold neither arguments nor partial returns. */
 static void cleanup_after_error(disp_stack *stack, size_t base) {
   if (disp_stack_size(stack) > base) disp_stack_drop(stack, disp_stack_size(stack) - base);
 }
 
+/* A boxed kernel, then what it left checked against the schema (Note
+ * [Checking boxed values]): a kernel's wrong returns are its failure, with
+ * nothing left on the stack, rather than a crash in whoever reads them. */
+static disp_status run_boxed_kernel(const disp_op *op, disp_dispatch d, disp_stack *stack) {
+  const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
+  int check = sig && !sig->varargs && disp_stack_size(stack) >= (size_t)sig->nargs;
+  size_t base = check ? disp_stack_size(stack) - (size_t)sig->nargs : 0;
+  disp_status st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
+  if (st == DISP_OK && check && (st = disp__check_boxed_returns(op, sig, stack, base)) != DISP_OK)
+    cleanup_after_error(stack, base);
+  return st;
+}
+
+/* A call never lands on a fallthrough (its key is masked out), but a
+ * redispatch is given its key set as it is: with a fallthrough's key on top
+ * there is nothing to run. PyTorch asserts; this is the caller's error. */
+static __attribute__((noinline)) disp_status fallthrough_reached(const disp_op *op, disp_keyset ks) {
+  return disp__fail(DISP_ERR_INVALID_ARG,
+                    "%s: redispatched with a key set whose highest key, %s, is a fallthrough: remove it (a "
+                    "kernel passes on disp_keyset_below of its own key set)",
+                    op->name, disp_key_name(disp_keyset_highest_key(ks)));
+}
+
+static inline disp_status run_boxed(const disp_op *op, disp_dispatch d, disp_stack *stack) {
+  if (d.kernel.boxed) return run_boxed_kernel(op, d, stack);
+  if (__builtin_expect(!d.kernel.unboxed, 0)) return fallthrough_reached(op, d.ks);
+  boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
+  if (adapt) return adapt(op, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
+  return boxed_via_unboxed(op, &d.kernel, d.ks, stack);
+}
+
+/* The checks before a boxed call touches its stack: a schema, enough values,
+ * each of its argument's type. On failure the stack is emptied of what the
+ * call was given (everything, when there were too few values to tell the
+ * arguments apart) and *base is meaningless. */
+static disp_status check_boxed_call(const disp_op *op, disp_stack *stack, const disp_signature **sig,
+                                    size_t *base, disp_keyset *keys) {
+  disp_status st;
+  if (!(*sig = signature_of(op, &st)) || (st = disp__check_boxed_count(op, *sig, stack)) != DISP_OK) {
+    disp_stack_clear(stack);
+    return st;
+  }
+  *base = stack->len - (size_t)(*sig)->nargs;
+  if ((*sig)->varargs) { /* the kernel knows how many values are its own */
+    keys->repr = 0;
+    return DISP_OK;
+  }
+  if ((st = disp__check_boxed_args(op, *sig, stack->v + *base, keys)) != DISP_OK) cleanup_after_error(stack, *base);
+  return st;
+}
+
 /* Everything of a boxed call but its fast case (below). */
 static __attribute__((noinline)) disp_status call_boxed_slow(const disp_op *op, disp_stack *stack) {
-  disp_status st;
-  const disp_signature *sig = signature_of(op, &st);
-  if (!sig) return st;
-  if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
-  size_t base = stack->len - (size_t)sig->nargs;
-  disp_keyset keys = {0};
-  for (uint64_t m = sig->key_args; m; m &= m - 1)
-    keys.repr |= disp__value_keys(&stack->v[base + (size_t)__builtin_ctzll(m)]).repr;
+  uint64_t seq = disp__error_seq;
+  const disp_signature *sig;
+  size_t base = 0;
+  disp_keyset keys;
+  disp_status st = check_boxed_call(op, stack, &sig, &base, &keys);
+  if (st != DISP_OK) {
+    disp__error_name_op(op->name, st, seq);
+    return st;
+  }
   disp_dispatch d = pick(op, apply_tls(keys), 1);
   if (__builtin_expect(disp__tracing(), 0)) trace_enter("[callBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
   if (disp__tracing()) disp_trace_leave();
   if (st != DISP_OK) {
     cleanup_after_error(stack, base);
-    disp_error_add_op(op);
+    disp__error_name_op(op->name, st, seq);
   }
   return st;
 }
@@ -312,28 +349,32 @@ static __attribute__((noinline)) disp_status call_boxed_slow(const disp_op *op, 
 /* The end of a boxed call whose kernel the fast case found. */
 static __attribute__((noinline)) disp_status call_boxed_finish(const disp_op *op, disp_dispatch d,
                                                                disp_stack *stack, size_t base) {
+  uint64_t seq = disp__error_seq;
   disp_status st = run_boxed(op, d, stack);
   if (st != DISP_OK) {
     cleanup_after_error(stack, base);
-    disp_error_add_op(op);
+    disp__error_name_op(op->name, st, seq);
   }
   return st;
 }
 
 /* The fast case makes no call but a tail call, so it saves no registers:
- * plain tensor arguments, no trace, and a built-in operator's unboxed
- * kernel, whose generated adapter does the rest (error message included). */
+ * only Tensor arguments (each checked), no trace, and a built-in operator's
+ * unboxed kernel, whose generated adapter does the rest (error message
+ * included). Anything else, a wrong value included, takes the slow path,
+ * which checks every value and reports. */
 disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
   DISP_REFUSE_NULL(op);
   DISP_REFUSE_NULL(stack);
   const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
-  if (!sig || stack->len < (size_t)sig->nargs || disp__tracing()) return call_boxed_slow(op, stack);
+  if (!sig || stack->len < (size_t)sig->nargs || disp__tracing() || sig->varargs) return call_boxed_slow(op, stack);
   const disp_value *args = stack->v + stack->len - (size_t)sig->nargs;
   disp_keyset keys = {0};
-  for (uint64_t m = sig->key_args; m; m &= m - 1) {
-    const disp_value *v = &args[__builtin_ctzll(m)];
-    if (v->tag == DISP_VALUE_TENSOR) keys.repr |= disp_tensor_keys(v->u.tensor).repr;
-    else if (v->tag != DISP_VALUE_NONE) return call_boxed_slow(op, stack); /* lists */
+  for (int i = 0; i < sig->nargs; i++) {
+    const disp_value *v = &args[i];
+    if (sig->args[i] != DISP_CT_TENSOR || v->tag != DISP_VALUE_TENSOR || !v->u.tensor)
+      return call_boxed_slow(op, stack);
+    keys.repr |= disp_tensor_keys(v->u.tensor).repr;
   }
   disp_dispatch d = pick(op, apply_tls(keys), 1);
   boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
@@ -342,14 +383,20 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
   return call_boxed_finish(op, d, stack, stack->len - (size_t)sig->nargs);
 }
 
+/* A redispatch runs inside a kernel: the outer call names the failure after
+ * its operator, except for bad values, whose message names this one. */
 disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack) {
   DISP_REFUSE_NULL(op);
   DISP_REFUSE_NULL(stack);
-  disp_status st;
-  const disp_signature *sig = signature_of(op, &st);
-  if (!sig) return st;
-  if ((st = check_stack(op, sig, stack)) != DISP_OK) return st;
-  size_t base = disp_stack_size(stack) - (size_t)sig->nargs;
+  uint64_t seq = disp__error_seq;
+  const disp_signature *sig;
+  size_t base = 0;
+  disp_keyset keys;
+  disp_status st = check_boxed_call(op, stack, &sig, &base, &keys);
+  if (st != DISP_OK) {
+    disp__error_name_op(op->name, st, seq);
+    return st;
+  }
   disp_dispatch d = pick(op, ks, 0);
   if (__builtin_expect(disp__tracing(), 0)) trace_enter("[redispatchBoxed]", op, d.ks);
   st = run_boxed(op, d, stack);
@@ -360,10 +407,32 @@ disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack 
 
 /* ---- unboxed calls with C arguments ------------------------------------ */
 
-/* Run kernel `d` with C arguments; `outs` are the caller's out-pointers. */
+/* Hands a boxed kernel's returns (checked already) to the caller's
+ * out-pointers; on failure nothing is handed out. */
+static disp_status returns_to_outs(const disp_signature *sig, disp_stack *stack, void **outs) {
+  for (int i = 0; i < sig->nrets; i++) {
+    disp_status st = disp__value_to_out(sig->rets[i], disp_stack_at(stack, (size_t)i), outs[i]);
+    if (st == DISP_OK) continue;
+    for (int j = 0; j < i; j++) /* undo the returns already handed out */
+      if (sig->rets[j] == DISP_CT_TENSOR) {
+        disp_tensor_release(*(disp_tensor **)outs[j]);
+        *(disp_tensor **)outs[j] = NULL;
+      } else if (sig->rets[j] == DISP_CT_TENSOR_VEC) {
+        disp_tensor_vec_free((disp_tensor_vec *)outs[j]);
+      }
+    return st;
+  }
+  return DISP_OK;
+}
+
+/* Run kernel `d` with C arguments; `outs` are the caller's out-pointers. A
+ * boxed kernel gets them packed, checked like any boxed call's (a NULL
+ * tensor for a Tensor is a None), and its returns are checked before they
+ * are handed out. */
 static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, disp_dispatch d,
                                disp_cvalue *args, void **outs) {
   disp_status st;
+  if (!d.kernel.unboxed && !d.kernel.boxed) return fallthrough_reached(op, d.ks);
   if (d.kernel.unboxed) /* returns go straight into the caller's out-pointers */
     return disp__ffi_call_unboxed(sig, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0,
                                   d.ks, args, outs);
@@ -371,21 +440,11 @@ static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, dis
   if (!stack) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory calling %s", op->name);
   st = DISP_OK;
   for (int i = 0; i < sig->nargs && st == DISP_OK; i++) st = disp__cvalue_box(sig->args[i], &args[i], stack);
+  disp_keyset unused;
+  if (st == DISP_OK) st = disp__check_boxed_args(op, sig, stack->v, &unused);
   if (st == DISP_OK) st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
-  if (st == DISP_OK && disp_stack_size(stack) != (size_t)sig->nrets)
-    st = disp__fail(DISP_ERR_KERNEL, "%s: the boxed kernel left %zu values on the stack, expected %d returns",
-                    op->name, disp_stack_size(stack), sig->nrets);
-  for (int i = 0; i < sig->nrets && st == DISP_OK; i++) {
-    st = disp__value_to_out(sig->rets[i], disp_stack_at(stack, (size_t)i), outs[i]);
-    if (st != DISP_OK) {
-      /* Undo the returns already handed out. */
-      for (int j = 0; j < i; j++)
-        if (sig->rets[j] == DISP_CT_TENSOR) {
-          disp_tensor_release(*(disp_tensor **)outs[j]);
-          *(disp_tensor **)outs[j] = NULL;
-        }
-    }
-  }
+  if (st == DISP_OK) st = disp__check_boxed_returns(op, sig, stack, 0);
+  if (st == DISP_OK) st = returns_to_outs(sig, stack, outs);
   disp_stack_free(stack);
   return st;
 }
@@ -428,11 +487,12 @@ static disp_status call_va(const disp_op *op, va_mode mode, disp_dispatch d, va_
   if ((st = read_va(sig, ap, args, outs, &keys)) != DISP_OK)
     return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
   if (mode == VA_GIVEN) return run_cvalues(op, sig, d, args, outs);
+  uint64_t seq = disp__error_seq;
   d = mode == VA_CALL ? pick(op, apply_tls(keys), 1) : pick(op, d.ks, 0);
   if (__builtin_expect(disp__tracing(), 0)) trace_enter(mode == VA_CALL ? "[call]" : "[redispatch]", op, d.ks);
   st = run_cvalues(op, sig, d, args, outs);
   if (disp__tracing()) disp_trace_leave();
-  if (st != DISP_OK && mode == VA_CALL) disp_error_add_op(op);
+  if (st != DISP_OK && mode == VA_CALL) disp__error_name_op(op->name, st, seq);
   return st;
 }
 
@@ -478,31 +538,109 @@ disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn, void *us
 
 /* ---- typed entry points for run-time operators ------------------------- */
 
+/* Note [Typed entry points outlive schemas]
+ * A typed entry is a libffi closure whose C signature was fixed when it was
+ * built, while an operator can be removed and defined again with another
+ * schema. So each closure keeps the signature it was built for (the
+ * registry retires a removed def's signature instead of freeing it, so it
+ * stays valid until disp_shutdown) and checks, on every call, that the
+ * operator's current signature has the same C types; if not, it fails
+ * without touching its arguments or out-pointers. disp_op_typed_entry hands
+ * out a new closure after such a change; old ones stay callable (and
+ * failing) until disp_shutdown, which frees them all. */
+typedef struct typed_entry {
+  ffi_closure *closure;
+  disp_fn fn;
+  const disp_op *op;
+  const disp_signature *sig; /* what the closure's cif was made for */
+  char *schema_text;         /* the schema then, for the message */
+  struct typed_entry *older;
+} typed_entry;
+
+void disp__typed_entries_free(void *newest) {
+  for (typed_entry *e = newest, *next; e; e = next) {
+    next = e->older;
+    ffi_closure_free(e->closure);
+    free(e->schema_text);
+    free(e);
+  }
+}
+
+static disp_status closure_stale(const disp_op *op, const typed_entry *e) {
+  const disp_schema *now = disp_op_schema(op);
+  char *text = now ? disp_schema_to_string(now) : NULL;
+  disp_status st = disp__fail(DISP_ERR_MISMATCH,
+                              "%s: this typed entry point was made for the schema %s, but the operator has "
+                              "been redefined as %s since: get a new one from disp_op_typed_entry",
+                              op->name, e->schema_text ? e->schema_text : "(unknown)", text ? text : "(unknown)");
+  free(text);
+  return st;
+}
+
+/* Reads the closure's C arguments into args/outs and ORs their key sets. */
+static disp_keyset closure_args(const disp_signature *sig, void **avalues, disp_cvalue *args, void **outs) {
+  disp_keyset keys = {0};
+  for (int i = 0; i < sig->nargs; i++) {
+    /* Each avalues[i] points at an argument of the C type the cif names. */
+    memset(&args[i], 0, sizeof args[i]);
+    memcpy(&args[i], avalues[i], sig->cif[0].arg_types[i]->size);
+    if (sig->key_args & (UINT64_C(1) << i)) keys.repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
+  }
+  for (int i = 0; i < sig->nrets; i++) outs[i] = *(void **)avalues[sig->nargs + i];
+  return keys;
+}
+
 static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_data) {
   (void)cif;
-  const disp_op *op = user_data;
-  const disp_signature *sig = atomic_load(&((disp_op *)op)->sig);
-  disp_cvalue args[DISP_MAX_ARGS];
-  void *outs[DISP_MAX_RETS];
-  disp_keyset keys = {0};
+  const typed_entry *e = user_data;
+  const disp_op *op = e->op;
+  const disp_signature *now = atomic_load(&((disp_op *)op)->sig);
+  uint64_t seq = disp__error_seq;
   disp_status st;
-  if (!sig) {
+  if (!now) {
     st = disp__fail(DISP_ERR_OP_NOT_FOUND, "%s is no longer defined", op->name);
+  } else if (!disp__signature_same_c(now, e->sig)) {
+    st = closure_stale(op, e);
   } else {
-    for (int i = 0; i < sig->nargs; i++) {
-      /* Each avalues[i] points at an argument of the C type the cif names. */
-      memset(&args[i], 0, sizeof args[i]);
-      memcpy(&args[i], avalues[i], sig->cif[0].arg_types[i]->size);
-      if (sig->key_args & (UINT64_C(1) << i)) keys.repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
-    }
-    for (int i = 0; i < sig->nrets; i++) outs[i] = *(void **)avalues[sig->nargs + i];
+    disp_cvalue args[DISP_MAX_ARGS];
+    void *outs[DISP_MAX_RETS];
+    disp_keyset keys = closure_args(e->sig, avalues, args, outs);
+    for (int i = 0; i < e->sig->nrets; i++)
+      if (!outs[i]) {
+        st = disp__fail(DISP_ERR_INVALID_ARG, "%s: an out-pointer for a return is NULL", op->name);
+        goto done;
+      }
     disp_dispatch d = pick(op, apply_tls(keys), 1);
     if (__builtin_expect(disp__tracing(), 0)) trace_enter("[call]", op, d.ks);
-    st = run_cvalues(op, sig, d, args, outs);
+    st = run_cvalues(op, now, d, args, outs);
     if (disp__tracing()) disp_trace_leave();
-    if (st != DISP_OK) disp_error_add_op(op);
+    if (st != DISP_OK) disp__error_name_op(op->name, st, seq);
   }
+done:
   *(ffi_arg *)ret = (ffi_arg)(int32_t)st;
+}
+
+/* A closure for signature `sig` of `o`, in front of its older ones. Locked. */
+static disp_status typed_entry_new(disp_op *o, const disp_signature *sig, typed_entry **out) {
+  typed_entry *e = calloc(1, sizeof *e);
+  void *code = NULL;
+  if (!e || !(e->closure = ffi_closure_alloc(sizeof(ffi_closure), &code))) {
+    free(e);
+    return disp__fail(DISP_ERR_NO_MEMORY, "%s: could not allocate a libffi closure", o->name);
+  }
+  e->fn = (disp_fn)code;
+  e->op = o;
+  e->sig = sig;
+  const disp_schema *schema = disp_op_schema(o);
+  e->schema_text = schema ? disp_schema_to_string(schema) : NULL;
+  if (ffi_prep_closure_loc(e->closure, (ffi_cif *)&sig->cif[0], closure_handler, e, code) != FFI_OK) {
+    e->older = NULL;
+    disp__typed_entries_free(e);
+    return disp__fail(DISP_ERR_TYPE, "%s: libffi could not build a typed entry point", o->name);
+  }
+  e->older = o->closure;
+  *out = e;
+  return DISP_OK;
 }
 
 disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out) {
@@ -513,27 +651,62 @@ disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out) {
   if (st != DISP_OK) return st;
   disp__lock();
   disp_op *o = (disp_op *)op;
-  if (!o->closure) {
-    void *code = NULL;
-    ffi_closure *c = ffi_closure_alloc(sizeof(ffi_closure), &code);
-    if (!c) {
-      disp__unlock();
-      return disp__fail(DISP_ERR_NO_MEMORY, "%s: could not allocate a libffi closure", op->name);
-    }
-    if (ffi_prep_closure_loc(c, (ffi_cif *)&sig->cif[0], closure_handler, o, code) != FFI_OK) {
-      ffi_closure_free(c);
-      disp__unlock();
-      return disp__fail(DISP_ERR_TYPE, "%s: libffi could not build a typed entry point", op->name);
-    }
-    o->closure = c;
-    o->closure_fn = (disp_fn)code;
+  typed_entry *e = o->closure;
+  sig = atomic_load(&o->sig); /* the current one, now that no def can change it */
+  if (!sig || !sig->supported) {
+    disp__unlock();
+    return usable(op, &sig);
   }
-  *out = o->closure_fn;
+  if (!e || !disp__signature_same_c(e->sig, sig)) {
+    if ((st = typed_entry_new(o, sig, &e)) != DISP_OK) {
+      disp__unlock();
+      return st;
+    }
+    o->closure = e;
+    o->closure_fn = e->fn;
+  }
+  *out = e->fn;
   disp__unlock();
   return DISP_OK;
 }
 
 /* ---- defaults ----------------------------------------------------------- */
+
+/* Items of default lists, as each element type (`float[] x=[0, 1]` holds ints). */
+static int64_t default_int(const disp_default *d) { return d->kind == DISP_DEFAULT_FLOAT ? (int64_t)d->f : d->i; }
+static double default_double(const disp_default *d) {
+  return d->kind == DISP_DEFAULT_FLOAT ? d->f : (double)d->i;
+}
+
+/* Pushes a list of `n` elements of list type `ct`, element j being
+ * items[j], or items[0] when one item stands for all (`int[2] x=1`). The
+ * array is sized to the list: defaults of any length arrive whole. */
+static disp_status push_default_list(disp_stack *s, disp_ctype ct, const disp_default *items, size_t num_items,
+                                     size_t n, const char *arg_name) {
+  disp_value v = {0};
+  size_t size = ct == DISP_CT_DOUBLE_LIST ? sizeof(double) : ct == DISP_CT_BOOL_LIST ? sizeof(bool)
+              : ct == DISP_CT_TENSOR_LIST ? sizeof(disp_tensor *) : sizeof(int64_t);
+  if (ct == DISP_CT_TENSOR_LIST && n)
+    return disp__fail(DISP_ERR_TYPE, "the default of Tensor list argument %s is not empty", arg_name);
+  void *data = calloc(n ? n : 1, size);
+  if (!data) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory pushing the default of argument %s", arg_name);
+  for (size_t j = 0; j < n; j++) {
+    const disp_default *item = &items[num_items == 1 ? 0 : j];
+    if (ct == DISP_CT_DOUBLE_LIST) ((double *)data)[j] = default_double(item);
+    else if (ct == DISP_CT_BOOL_LIST) ((bool *)data)[j] = item->i != 0;
+    else ((int64_t *)data)[j] = default_int(item);
+  }
+  if (ct == DISP_CT_DOUBLE_LIST) v.tag = DISP_VALUE_DOUBLE_LIST, v.u.doubles.data = data, v.u.doubles.len = n;
+  else if (ct == DISP_CT_BOOL_LIST) v.tag = DISP_VALUE_BOOL_LIST, v.u.bools.data = data, v.u.bools.len = n;
+  else if (ct == DISP_CT_TENSOR_LIST) v.tag = DISP_VALUE_TENSOR_LIST, v.u.tensors.data = data, v.u.tensors.len = 0;
+  else v.tag = DISP_VALUE_INT_LIST, v.u.ints.data = data, v.u.ints.len = n;
+  return disp_stack_push_value_steal(s, &v);
+}
+
+static int is_list_ctype(disp_ctype ct) {
+  return ct == DISP_CT_INT_LIST || ct == DISP_CT_OPT_INT_LIST || ct == DISP_CT_DOUBLE_LIST ||
+         ct == DISP_CT_BOOL_LIST || ct == DISP_CT_TENSOR_LIST;
+}
 
 static disp_status push_default(disp_stack *s, const disp_argument *a, disp_ctype ct) {
   const disp_default *v = a->default_value;
@@ -541,16 +714,12 @@ static disp_status push_default(disp_stack *s, const disp_argument *a, disp_ctyp
     case DISP_DEFAULT_NONE: return disp_stack_push_none(s);
     case DISP_DEFAULT_BOOL: return disp_stack_push_bool(s, v->i != 0);
     case DISP_DEFAULT_INT:
-      if (ct == DISP_CT_DOUBLE || ct == DISP_CT_OPT_DOUBLE) return disp_stack_push_double(s, (double)v->i);
-      if (ct == DISP_CT_INT_LIST || ct == DISP_CT_OPT_INT_LIST) {
-        /* int[2] x=1 means [1, 1]. */
-        int64_t n = a->n > 0 ? a->n : 1, items[64];
-        if (n > 64) n = 64;
-        for (int64_t j = 0; j < n; j++) items[j] = v->i;
-        return disp_stack_push_int_list(s, items, (size_t)n);
-      }
+    case DISP_DEFAULT_FLOAT:
+      /* int[2] x=1 means [1, 1]. */
+      if (is_list_ctype(ct)) return push_default_list(s, ct, v, 1, a->n > 0 ? (size_t)a->n : 1, a->name);
+      if (v->kind == DISP_DEFAULT_FLOAT || ct == DISP_CT_DOUBLE || ct == DISP_CT_OPT_DOUBLE)
+        return disp_stack_push_double(s, default_double(v));
       return disp_stack_push_int(s, v->i);
-    case DISP_DEFAULT_FLOAT: return disp_stack_push_double(s, v->f);
     case DISP_DEFAULT_STRING: return disp_stack_push_string(s, v->str);
     case DISP_DEFAULT_DEVICE: {
       disp_device dev;
@@ -559,39 +728,33 @@ static disp_status push_default(disp_stack *s, const disp_argument *a, disp_ctyp
       return disp_stack_push_device(s, (int32_t)dev.type, dev.index);
     }
     case DISP_DEFAULT_LIST: {
-      size_t n = v->num_items;
-      if (v->broadcast && a->n > 0) n = (size_t)a->n;
-      if (ct == DISP_CT_DOUBLE_LIST) {
-        double items[64];
-        for (size_t j = 0; j < n && j < 64; j++) items[j] = v->items[v->broadcast ? 0 : j].f;
-        return disp_stack_push_double_list(s, items, n < 64 ? n : 64);
-      }
-      if (ct == DISP_CT_BOOL_LIST) {
-        bool items[64];
-        for (size_t j = 0; j < n && j < 64; j++) items[j] = v->items[v->broadcast ? 0 : j].i != 0;
-        return disp_stack_push_bool_list(s, items, n < 64 ? n : 64);
-      }
-      int64_t items[64];
-      for (size_t j = 0; j < n && j < 64; j++) items[j] = v->items[v->broadcast ? 0 : j].i;
-      return disp_stack_push_int_list(s, items, n < 64 ? n : 64);
+      size_t n = v->broadcast && a->n > 0 ? (size_t)a->n : v->num_items;
+      return push_default_list(s, ct, v->items, v->num_items, n, a->name);
     }
   }
   return disp__fail(DISP_ERR_TYPE, "unsupported default for argument %s", a->name);
 }
 
+/* On failure the defaults pushed so far are dropped again: the stack holds
+ * what the caller gave. */
 disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_t given) {
   DISP_REFUSE_NULL(op);
   DISP_REFUSE_NULL(stack);
-  const disp_schema *schema = disp_op_schema(op);
   disp_status st;
   const disp_signature *sig = signature_of(op, &st);
-  if (!schema || !sig) return st;
-  for (size_t i = given; i < schema->num_args; i++) {
+  if (!sig) return st;
+  const disp_schema *schema = disp_op_schema(op);
+  if (!schema || schema->num_args != (size_t)sig->nargs) /* removed or redefined meanwhile */
+    return disp__fail(DISP_ERR_OP_NOT_FOUND, "%s changed while its defaults were read", op->name);
+  size_t before = disp_stack_size(stack);
+  for (size_t i = given; i < schema->num_args && st == DISP_OK; i++) {
     const disp_argument *a = &schema->args[i];
     if (!a->default_value)
-      return disp__fail(DISP_ERR_INVALID_ARG, "%s() is missing value for argument '%s'. Declaration: %s",
-                        disp_schema_base_name(schema), a->name, op->name);
-    if ((st = push_default(stack, a, sig->args[i])) != DISP_OK) return st;
+      st = disp__fail(DISP_ERR_INVALID_ARG, "%s() is missing value for argument '%s'. Declaration: %s",
+                      disp_schema_base_name(schema), a->name, op->name);
+    else
+      st = push_default(stack, a, sig->args[i]);
   }
-  return DISP_OK;
+  if (st != DISP_OK) disp_stack_drop(stack, disp_stack_size(stack) - before);
+  return st;
 }

@@ -19,7 +19,22 @@ static pthread_once_t g_msg_once = PTHREAD_ONCE_INIT;
 
 static void make_key(void) { pthread_key_create(&g_msg_key, free); }
 
-static void set_message(const char *text, size_t len) {
+/* Note [Whose message is it]
+ * A failed call's message must be about that call: a kernel that fails
+ * without setting one must not show an earlier failure's, and a failure that
+ * passes through nested calls gets one operator name, not one per level.
+ * Every new message bumps a per-thread sequence number (extending one with
+ * context does not); the calls remember which message they have named after
+ * an operator. A call that read the number before running its kernel knows
+ * exactly whether the kernel set a message (disp__error_name_op). The typed
+ * fast path reads nothing on success, so after a failure it can only judge
+ * by the message itself (disp__error_add_op_after): one the program has
+ * already read through disp_last_error() belongs to an earlier failure. */
+_Thread_local uint64_t disp__error_seq;
+static _Thread_local uint64_t tls_named_seq; /* the message last named after an operator */
+static _Thread_local int tls_read;           /* the program has read the current message */
+
+static void set_text(const char *text, size_t len) {
   if (len + 1 > tls_cap) {
     size_t cap = len + 1 < 256 ? 256 : len + 1;
     char *p = realloc(tls_msg, cap);
@@ -33,10 +48,22 @@ static void set_message(const char *text, size_t len) {
   tls_msg[len] = '\0';
 }
 
-const char *disp_last_error(void) { return tls_msg ? tls_msg : ""; }
+/* A new message: a new failure. */
+static void set_message(const char *text, size_t len) {
+  set_text(text, len);
+  disp__error_seq++;
+  tls_read = 0;
+}
+
+const char *disp_last_error(void) {
+  tls_read = 1;
+  return tls_msg ? tls_msg : "";
+}
 
 void disp_clear_error(void) {
   if (tls_msg) tls_msg[0] = '\0';
+  disp__error_seq++;
+  tls_read = 0;
 }
 
 disp_status disp__vfail(disp_status status, const char *fmt, va_list ap) {
@@ -72,9 +99,45 @@ void disp__error_prefix(const char *fmt, ...) {
   va_start(ap, fmt);
   disp__strbuf_vappendf(&b, fmt, ap);
   va_end(ap);
-  disp__strbuf_append(&b, disp_last_error());
-  set_message(disp__strbuf_cstr(&b), b.len);
+  disp__strbuf_append(&b, tls_msg ? tls_msg : "");
+  set_text(disp__strbuf_cstr(&b), b.len); /* the same failure, with more context */
   disp__strbuf_free(&b);
+}
+
+/* Whether `msg` names operator `name` already: it starts with "name:" or
+ * "name " (the dispatcher's own messages), or quotes 'name' (PyTorch's
+ * "Could not run 'ns::op' ..."). */
+static int names_op(const char *msg, const char *name) {
+  size_t n = strlen(name);
+  if (strncmp(msg, name, n) == 0 && (msg[n] == ':' || msg[n] == ' ')) return 1;
+  for (const char *p = strchr(msg, '\''); p; p = strchr(p + 1, '\''))
+    if (strncmp(p + 1, name, n) == 0 && p[n + 1] == '\'') return 1;
+  return 0;
+}
+
+static void name_fresh_message(const char *op_name) {
+  if (!names_op(tls_msg, op_name)) disp__error_prefix("%s: ", op_name);
+  tls_named_seq = disp__error_seq;
+}
+
+/* `st` is the kernel's status, or DISP_OK when the caller does not know it. */
+static void no_message(const char *op_name, disp_status st) {
+  if (st == DISP_OK) disp__fail(st, "%s: the kernel failed without setting an error message", op_name);
+  else disp__fail(st, "%s: the kernel returned %s without setting an error message", op_name, disp_status_name(st));
+  tls_named_seq = disp__error_seq;
+}
+
+void disp__error_mark_named(void) { tls_named_seq = disp__error_seq; }
+
+void disp__error_name_op(const char *op_name, disp_status st, uint64_t seq_before) {
+  if (disp__error_seq == seq_before || !tls_msg || !tls_msg[0]) no_message(op_name, st);
+  else if (tls_named_seq != disp__error_seq) name_fresh_message(op_name);
+  /* else: a nested call's failure, named after its operator already */
+}
+
+void disp__error_add_op_after(const char *op_name) {
+  if (tls_read || !tls_msg || !tls_msg[0]) no_message(op_name, DISP_OK);
+  else if (tls_named_seq != disp__error_seq) name_fresh_message(op_name);
 }
 
 const char *disp_status_name(disp_status s) {

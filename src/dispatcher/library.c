@@ -371,7 +371,7 @@ static void free_op(disp_op *op) {
   disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
   if (typed != real) free(typed);
   free(real);
-  if (op->closure) ffi_closure_free(op->closure);
+  disp__typed_entries_free(op->closure);
   free(op->name);
   free(op);
 }

@@ -125,7 +125,7 @@ struct disp_op {
   /* The generated boxed adapter of a built-in operator (aten_internal.h),
    * set with the def: boxed calls of its unboxed kernels use it, not libffi. */
   _Atomic(disp_fn) adapter;
-  void *closure;                  /* disp_op_typed_entry's ffi_closure, or NULL */
+  void *closure;                  /* disp_op_typed_entry's newest closure (call.c), or NULL */
   disp_fn closure_fn;
   disp_registration *def;         /* the def's registration, NULL until def */
   disp_kernel_node *kernels[DISP_KEY_COUNT];
@@ -246,6 +246,9 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
                                     disp_registration **out);
 void disp__registration_remove_locked(disp_registration *reg);
 void disp__registration_free(disp_registration *reg);
+
+/* Frees an operator's typed entry points (call.c), at shutdown. */
+void disp__typed_entries_free(void *newest);
 
 /* Built-in default fallbacks (builtin_fallbacks.c). */
 disp_status disp__install_builtin_fallbacks(void);

@@ -75,24 +75,36 @@ static disp_ctype classify_return(const disp_type *t) {
   return c == DISP_CT_OPT_TENSOR ? DISP_CT_TENSOR : c;
 }
 
+static int list_of_optionals(const disp_type *t) {
+  return t->kind == DISP_TYPE_LIST && t->elems[0]->kind == DISP_TYPE_OPTIONAL;
+}
+
 disp_status disp__signature_new(const disp_schema *schema, disp_signature **out) {
+  if (schema->num_args > DISP_MAX_ARGS || schema->num_rets > DISP_MAX_RETS)
+    return disp__fail(DISP_ERR_SCHEMA, "%s has %zu arguments and %zu returns; libdispatch supports at most %d and %d",
+                      schema->qualified, schema->num_args, schema->num_rets, DISP_MAX_ARGS, DISP_MAX_RETS);
   disp_signature *sig = calloc(1, sizeof *sig);
   if (!sig) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory building the signature of %s", schema->qualified);
-  sig->supported = !schema->is_vararg && !schema->is_varret && schema->num_args <= DISP_MAX_ARGS &&
-                   schema->num_rets <= DISP_MAX_RETS;
-  sig->nargs = (int)(schema->num_args <= DISP_MAX_ARGS ? schema->num_args : DISP_MAX_ARGS);
-  sig->nrets = (int)(schema->num_rets <= DISP_MAX_RETS ? schema->num_rets : DISP_MAX_RETS);
+  sig->varargs = schema->is_vararg;
+  sig->varrets = schema->is_varret;
+  sig->supported = !schema->is_vararg && !schema->is_varret;
+  sig->nargs = (int)schema->num_args;
+  sig->nrets = (int)schema->num_rets;
   for (int i = 0; i < sig->nargs; i++) {
-    disp_ctype c = classify(schema->args[i].type);
+    const disp_type *t = schema->args[i].type;
+    disp_ctype c = classify(t);
     sig->args[i] = c;
     if (c == DISP_CT_UNSUPPORTED) sig->supported = 0;
     if (c == DISP_CT_TENSOR || c == DISP_CT_OPT_TENSOR || c == DISP_CT_TENSOR_LIST)
       sig->key_args |= UINT64_C(1) << i;
+    if (t->kind == DISP_TYPE_OPTIONAL) sig->nullable_args |= UINT64_C(1) << i;
+    if (list_of_optionals(t)) sig->optional_elems |= UINT64_C(1) << i;
   }
   for (int i = 0; i < sig->nrets; i++) {
     disp_ctype c = classify_return(schema->rets[i].type);
     sig->rets[i] = c;
     if (c == DISP_CT_UNSUPPORTED) sig->supported = 0;
+    if (schema->rets[i].type->kind == DISP_TYPE_OPTIONAL) sig->nullable_rets |= UINT64_C(1) << i;
   }
   if (sig->supported) {
     disp_status st = disp__ffi_prepare(sig, schema->qualified);
@@ -106,3 +118,13 @@ disp_status disp__signature_new(const disp_schema *schema, disp_signature **out)
 }
 
 void disp__signature_free(disp_signature *sig) { free(sig); }
+
+int disp__signature_same_c(const disp_signature *a, const disp_signature *b) {
+  if (a == b) return 1;
+  if (a->nargs != b->nargs || a->nrets != b->nrets || a->supported != b->supported) return 0;
+  for (int i = 0; i < a->nargs; i++)
+    if (a->args[i] != b->args[i]) return 0;
+  for (int i = 0; i < a->nrets; i++)
+    if (a->rets[i] != b->rets[i]) return 0;
+  return 1;
+}

@@ -72,6 +72,13 @@ typedef struct disp_signature {
   disp_ctype args[DISP_MAX_ARGS];
   disp_ctype rets[DISP_MAX_RETS];
   uint64_t key_args;  /* bit i: argument i carries dispatch keys */
+  /* What the C type alone does not say, for checking boxed values
+   * (boxed_check.c): bit i of `nullable_args` when argument i's schema type
+   * is optional (`str?`, `Scalar?`, ... accept None; `str` does not), of
+   * `optional_elems` when its elements may be None (`Tensor?[]`). */
+  uint64_t nullable_args, optional_elems;
+  uint64_t nullable_rets;
+  int varargs, varrets; /* `...` in the schema: the stack's length is the kernel's business */
   int supported;      /* every type has a C mapping */
   /* libffi: the unboxed signature without and with the leading key set. */
   ffi_cif cif[2];
@@ -79,12 +86,20 @@ typedef struct disp_signature {
 } disp_signature;
 
 struct disp_schema;
-/* Builds the signature of `schema` (never fails for a valid schema; the
- * signature is marked unsupported when a type has no C mapping). New object. */
+/* Builds the signature of `schema`; the signature is marked unsupported when
+ * a type has no C mapping. Fails (DISP_ERR_SCHEMA) for a schema with more
+ * than DISP_MAX_ARGS arguments or DISP_MAX_RETS returns: every call path
+ * keeps them in fixed arrays, and cutting the schema short would make boxed
+ * calls take the wrong number of values. New object. */
 disp_status disp__signature_new(const struct disp_schema *schema, disp_signature **out);
 void disp__signature_free(disp_signature *sig);
 
 const char *disp__ctype_name(disp_ctype t);
+
+/* Nonzero when two signatures have the same C calling convention (the same
+ * C types of arguments and returns), so a function built for one can be
+ * called as the other. */
+int disp__signature_same_c(const disp_signature *a, const disp_signature *b);
 
 /* ---- moving values (boxing.c) ------------------------------------------ */
 

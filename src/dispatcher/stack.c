@@ -31,6 +31,14 @@ const char *disp_value_tag_name(disp_value_tag tag) {
   return "unknown";
 }
 
+void disp_tensor_vec_free(disp_tensor_vec *v) {
+  if (!v) return;
+  for (size_t i = 0; i < v->len; i++) disp_tensor_release(v->data[i]);
+  free(v->data);
+  v->data = NULL;
+  v->len = 0;
+}
+
 disp_stack *disp_stack_new(void) { return calloc(1, sizeof(disp_stack)); }
 
 void disp_value_clear(disp_value *v) {
