@@ -120,6 +120,7 @@ static const type_value type_values[] = {
     {"const disp_type*", 1, "fx.type"},
     {"const disp_allocator*", 1, "&fx.allocator"},
     {"disp_library_node*", 1, "&fx_out.node"},
+    {"disp_tensor_vec*", 1, "&fx_out.vec"},
     {"const disp_value*", 1, "&fx.value"},
     {"const disp_scalar*", 1, "&fx.scalar"},
     {"const disp_key*", 1, "fx.keys"},

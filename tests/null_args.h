@@ -74,6 +74,7 @@ typedef struct null_outs {
   uint64_t u64;
   int i;
   disp_library_node node;
+  disp_tensor_vec vec; /* empty: freeing it is a no-op */
 } null_outs;
 
 extern null_fixtures fx;

@@ -100,7 +100,9 @@ static disp_status mse_backward_impl(disp_tensor *grad_output, disp_tensor *self
   disp_dtype common = self->dtype;
   disp_titer_consts c;
   c.d[0] = reduction == RED_MEAN ? 2.0 / (double)self->numel : 2.0;
-  c.i[0] = (int64_t)c.d[0];
+  /* An empty self makes the mean's factor inf; the result is empty then,
+   * but converting inf to an integer is undefined. */
+  c.i[0] = self->numel ? (int64_t)c.d[0] : 0;
   disp_tensor *ins[3] = {self, target, grad_output}, *out;
   /* PyTorch writes into a contiguous zeros_like(self) */
   int64_t shape[DISP_TITER_MAX_DIMS];
