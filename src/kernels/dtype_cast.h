@@ -71,6 +71,14 @@ static inline uint16_t disp__float_to_bf16(float f) {
 static inline uint16_t disp__double_to_half(double d) { return disp__float_to_half((float)d); }
 static inline uint16_t disp__double_to_bf16(double d) { return disp__float_to_bf16((float)d); }
 
+/* Double to int64 as PyTorch's x86 build converts (cvttsd2si): NaN and
+ * values out of range give INT64_MIN. The conversion is undefined in C
+ * there, so every float-to-integer conversion goes through here. */
+static inline int64_t disp__double_to_int64(double d) {
+  if (!(d > -9223372036854775808.0) || d >= 9223372036854775808.0) return INT64_MIN; /* also NaN */
+  return (int64_t)d;
+}
+
 /* ---- generic element access (slow path: any dtype) ----------------------- */
 
 static inline double disp__load_double(const void *p, disp_dtype dt) {
@@ -97,7 +105,7 @@ static inline int64_t disp__load_int64(const void *p, disp_dtype dt) {
   case DISP_DTYPE_INT8: return *(const int8_t *)p;
   case DISP_DTYPE_UINT8: case DISP_DTYPE_QUINT8: return *(const uint8_t *)p;
   case DISP_DTYPE_BOOL: return *(const uint8_t *)p != 0;
-  default: return (int64_t)disp__load_double(p, dt);
+  default: return disp__double_to_int64(disp__load_double(p, dt));
   }
 }
 
@@ -109,11 +117,11 @@ static inline void disp__store_double(void *p, disp_dtype dt, double v) {
   case DISP_DTYPE_BFLOAT16: *(uint16_t *)p = disp__double_to_bf16(v); break;
   /* out-of-range float to int is undefined in C++ too; go through int64 so
    * small types wrap as PyTorch's x86 build does */
-  case DISP_DTYPE_INT64: *(int64_t *)p = (int64_t)v; break;
-  case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)(int64_t)v; break;
-  case DISP_DTYPE_INT16: *(int16_t *)p = (int16_t)(int64_t)v; break;
-  case DISP_DTYPE_INT8: *(int8_t *)p = (int8_t)(int64_t)v; break;
-  case DISP_DTYPE_UINT8: case DISP_DTYPE_QUINT8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
+  case DISP_DTYPE_INT64: *(int64_t *)p = disp__double_to_int64(v); break;
+  case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)disp__double_to_int64(v); break;
+  case DISP_DTYPE_INT16: *(int16_t *)p = (int16_t)disp__double_to_int64(v); break;
+  case DISP_DTYPE_INT8: *(int8_t *)p = (int8_t)disp__double_to_int64(v); break;
+  case DISP_DTYPE_UINT8: case DISP_DTYPE_QUINT8: *(uint8_t *)p = (uint8_t)disp__double_to_int64(v); break;
   case DISP_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
   default: break;
   }

@@ -35,11 +35,7 @@ static inline int64_t ld_b(const char *p) { return *(const uint8_t *)p != 0; }
 /* Floating to integer goes through int64 so narrow types wrap the way
  * PyTorch's x86 build does; out-of-range values are undefined there too,
  * so clamp to keep the sanitizers quiet. */
-static inline int64_t f2i(double d) {
-  if (!(d > -9223372036854775808.0)) return INT64_MIN; /* also nan */
-  if (d >= 9223372036854775808.0) return INT64_MIN;
-  return (int64_t)d;
-}
+static inline int64_t f2i(double d) { return disp__double_to_int64(d); }
 
 #define STORE_FNS(NAME, CT, FROM_F, FROM_D, FROM_I)                                 \
   static inline void st_##NAME##_f(char *p, float x) { CT v = FROM_F; memcpy(p, &v, sizeof v); } \

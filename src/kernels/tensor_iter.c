@@ -508,7 +508,9 @@ disp_dtype disp__result_type2(disp_tensor *a, disp_tensor *b) {
 
 void disp__consts_set(disp_titer_consts *c, int k, disp_scalar v) {
   c->d[k] = disp_scalar_to_double(v);
-  c->i[k] = v.kind == DISP_SCALAR_INT ? v.v.i : v.kind == DISP_SCALAR_BOOL ? (int64_t)v.v.b : (int64_t)v.v.d;
+  /* Read only by integral computations, but converted for all: a float
+   * that fits no int64 (inf, NaN) must not be converted undefinedly. */
+  c->i[k] = v.kind == DISP_SCALAR_INT ? v.v.i : v.kind == DISP_SCALAR_BOOL ? (int64_t)v.v.b : disp__double_to_int64(v.v.d);
 }
 
 /* ---- reductions ---------------------------------------------------------- */
