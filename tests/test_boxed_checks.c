@@ -5,6 +5,7 @@
  * failed call shows. Every failure must leave the stack empty and every
  * reference count as it was.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -509,6 +510,103 @@ TEST(builtin_adapter_names_a_silent_kernel) {
   return 0;
 }
 
+/* ---- found by fuzz_boxed ------------------------------------------------ */
+
+/* A float Scalar that no int64 holds (inf, NaN) reaches the kernels'
+ * integer constants and stores: converted the way PyTorch's x86 build does
+ * (INT64_MIN), never undefinedly (UBSan float-cast-overflow). */
+TEST(float_scalars_beyond_int64_are_converted_defined) {
+  const disp_op *clamp_min = find("aten::clamp_min");
+  ASSERT_TRUE(clamp_min);
+  int64_t two = 2;
+  disp_tensor *ints = NULL;
+  ASSERT_OK(disp_tensor_empty(&two, 1, DISP_DTYPE_INT64, disp_device_make(DISP_BACKEND_CPU, -1), &ints));
+  int64_t *iv = disp_tensor_data_ptr(ints);
+  iv[0] = 1;
+  iv[1] = -2;
+  disp_stack *s = disp_stack_new();
+  disp_stack_push_tensor(s, ints);
+  disp_stack_push_double(s, -INFINITY);
+  ASSERT_OK(disp_call_boxed(clamp_min, s));
+  ASSERT_EQ_INT(disp_stack_size(s), 1);
+  disp_tensor *r = disp_stack_at(s, 0)->u.tensor;
+  ASSERT_EQ_INT(disp_tensor_dtype(r), DISP_DTYPE_FLOAT32); /* int tensor, float scalar: float */
+  const float *rv = disp_tensor_data_ptr(r);
+  ASSERT_TRUE(rv[0] == 1.0f && rv[1] == -2.0f);
+  disp_stack_clear(s);
+
+  /* The same on Meta (the fuzzer's case, there with a half tensor). */
+  disp_tensor *meta = NULL;
+  ASSERT_OK(disp_tensor_empty(NULL, 0, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_META, -1), &meta));
+  disp_stack_push_tensor(s, meta);
+  disp_stack_push_double(s, NAN);
+  ASSERT_OK(disp_call_boxed(clamp_min, s));
+  ASSERT_EQ_INT(disp_tensor_dtype(disp_stack_at(s, 0)->u.tensor), DISP_DTYPE_FLOAT32);
+  disp_stack_clear(s);
+
+  /* A float tensor holding NaN and inf, copied to int64. */
+  const disp_op *to = find("aten::to.dtype");
+  ASSERT_TRUE(to);
+  disp_tensor *f = NULL;
+  ASSERT_OK(disp_tensor_empty(&two, 1, DISP_DTYPE_FLOAT64, disp_device_make(DISP_BACKEND_CPU, -1), &f));
+  double *fv = disp_tensor_data_ptr(f);
+  fv[0] = NAN;
+  fv[1] = INFINITY;
+  disp_stack_push_tensor(s, f);
+  disp_stack_push_int(s, DISP_DTYPE_INT64);
+  ASSERT_OK(disp_stack_fill_defaults(to, s, 2));
+  ASSERT_OK(disp_call_boxed(to, s));
+  const int64_t *tv = disp_tensor_data_ptr(disp_stack_at(s, 0)->u.tensor);
+  ASSERT_EQ_INT(tv[0], INT64_MIN);
+  ASSERT_EQ_INT(tv[1], INT64_MIN);
+  disp_stack_free(s);
+  disp_tensor_release(f);
+  disp_tensor_release(meta);
+  disp_tensor_release(ints);
+  return 0;
+}
+
+/* A value whose tag promises a payload that is NULL (a program can write
+ * one through disp_stack_at or disp_stack_push_value_steal): refused by the
+ * call, and released by the stack without a crash. */
+TEST(values_holding_null_are_refused_and_released) {
+  const disp_op *mm = find("aten::mm"), *cat = find("aten::cat");
+  ASSERT_TRUE(mm && cat);
+  disp_tensor *a = tensor(2, 2);
+  disp_stack *s = disp_stack_new();
+  disp_value v;
+  memset(&v, 0, sizeof v);
+  v.tag = DISP_VALUE_TENSOR;
+  disp_stack_push_tensor(s, a);
+  ASSERT_OK(disp_stack_push_value_steal(s, &v));
+  ASSERT_BOXED_FAILS(mm, s, DISP_ERR_TYPE,
+                     "aten::mm: argument 'mat2' (position 2) must be Tensor, not a Tensor value holding NULL");
+
+  memset(&v, 0, sizeof v);
+  v.tag = DISP_VALUE_TENSOR_LIST;
+  v.u.tensors.len = 2;
+  ASSERT_OK(disp_stack_push_value_steal(s, &v));
+  disp_stack_push_int(s, 0);
+  ASSERT_BOXED_FAILS(cat, s, DISP_ERR_TYPE,
+                     "aten::cat: argument 'tensors' (position 1) must be Tensor[], not a Tensor[] value holding NULL");
+
+  /* Cleared and freed with the stack, too. */
+  memset(&v, 0, sizeof v);
+  v.tag = DISP_VALUE_TENSOR;
+  ASSERT_OK(disp_stack_push_value_steal(s, &v));
+  v.tag = DISP_VALUE_TENSOR_LIST;
+  v.u.tensors.len = 3;
+  ASSERT_OK(disp_stack_push_value_steal(s, &v));
+  disp_stack_clear(s);
+  v.tag = DISP_VALUE_TENSOR;
+  v.u.tensor = NULL;
+  ASSERT_OK(disp_stack_push_value_steal(s, &v));
+  disp_stack_free(s);
+  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
+  disp_tensor_release(a);
+  return 0;
+}
+
 TEST(setup_quiet_warnings) {
   disp_set_warning_handler(quiet, NULL);
   return 0;
@@ -527,6 +625,8 @@ TEST_LIST = {
     TEST_ENTRY(schemas_beyond_the_limits_are_refused_not_cut),
     TEST_ENTRY(messages_are_about_the_failed_call_and_named_once),
     TEST_ENTRY(builtin_adapter_names_a_silent_kernel),
+    TEST_ENTRY(float_scalars_beyond_int64_are_converted_defined),
+    TEST_ENTRY(values_holding_null_are_refused_and_released),
     TEST_END};
 
 TEST_MAIN()

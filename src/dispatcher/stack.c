@@ -49,8 +49,8 @@ void disp_value_clear(disp_value *v) {
     case DISP_VALUE_INT_LIST: free(v->u.ints.data); break;
     case DISP_VALUE_DOUBLE_LIST: free(v->u.doubles.data); break;
     case DISP_VALUE_BOOL_LIST: free(v->u.bools.data); break;
-    case DISP_VALUE_TENSOR_LIST:
-      for (size_t i = 0; i < v->u.tensors.len; i++) disp_tensor_release(v->u.tensors.data[i]);
+    case DISP_VALUE_TENSOR_LIST: /* the array may be NULL whatever its count says (written by hand) */
+      for (size_t i = 0; v->u.tensors.data && i < v->u.tensors.len; i++) disp_tensor_release(v->u.tensors.data[i]);
       free(v->u.tensors.data);
       break;
     case DISP_VALUE_STORAGE: disp_storage_release(v->u.storage); break;
@@ -59,10 +59,15 @@ void disp_value_clear(disp_value *v) {
   v->tag = DISP_VALUE_NONE;
 }
 
-/* Values that own nothing need no work; tensors are the common case. */
+/* Values that own nothing need no work; tensors are the common case. A
+ * Tensor value holding NULL is refused by every call (boxed_check.c) but
+ * may be on a stack: a program can write one. */
 static inline void release_value(disp_value *v) {
-  if (v->tag == DISP_VALUE_TENSOR) disp__tensor_release_fast(v->u.tensor);
-  else if (v->tag > DISP_VALUE_BOOL) disp_value_clear(v);
+  if (v->tag == DISP_VALUE_TENSOR) {
+    if (v->u.tensor) disp__tensor_release_fast(v->u.tensor);
+  } else if (v->tag > DISP_VALUE_BOOL) {
+    disp_value_clear(v);
+  }
 }
 
 void disp_stack_clear(disp_stack *s) {
