@@ -2,10 +2,11 @@
  * test_devices.c - issue 8 case 4: built-in kernels under mixed devices, and
  * case 5's typed entries under NULL arguments.
  *
- * Every CPU and Meta kernel runs only when its tensors share one device
- * (Note [One device check] in src/kernels/device_check.c), with PyTorch
- * 1.13's TensorIterator rule and message; a refused call changes neither
- * its arguments nor their reference counts.
+ * Every CPU, Meta and CompositeExplicitAutograd kernel runs only when its
+ * tensors share one device (Note [One device check] in
+ * src/kernels/device_check.c), with PyTorch 1.13's TensorIterator rule and
+ * message; a refused call changes neither its arguments nor their
+ * reference counts.
  */
 #include <stdint.h>
 #include <string.h>
@@ -114,6 +115,22 @@ TEST(add_cpu_meta_refused) {
   ASSERT_STATUS(disp_aten_mul_Tensor(b, a, &r), DISP_ERR_INVALID_ARG);
   ASSERT_EQ_STR(disp_last_error(), "aten::mul.Tensor: " MIXED);
   release_all((disp_tensor *[]){a, b}, 2);
+  return 0;
+}
+
+/* CompositeExplicitAutograd kernels compute too: checked the same way. */
+TEST(conv2d_cpu_meta_refused) {
+  int64_t xs[4] = {1, 1, 4, 4}, ws[4] = {1, 1, 2, 2}, one[2] = {1, 1}, zero[2] = {0, 0};
+  disp_tensor *x = NULL, *w = NULL, *r = NULL;
+  ASSERT_OK(disp_tensor_empty(xs, 4, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &x));
+  ASSERT_OK(disp_tensor_empty(ws, 4, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_META, -1), &w));
+  disp_int_list o = {one, 2}, z = {zero, 2};
+  ASSERT_STATUS(disp_aten_conv2d(x, w, NULL, o, z, o, 1, &r), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "aten::convolution: " MIXED);
+  ASSERT_STATUS(disp_aten_conv2d(w, x, NULL, o, z, o, 1, &r), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "aten::convolution: " MIXED);
+  ASSERT_TRUE(r == NULL);
+  release_all((disp_tensor *[]){x, w}, 2);
   return 0;
 }
 
@@ -257,6 +274,7 @@ TEST_LIST = {
     TEST_ENTRY(add_out_cpu_inputs_meta_out_refused),
     TEST_ENTRY(mm_cpu_meta_refused),
     TEST_ENTRY(add_cpu_meta_refused),
+    TEST_ENTRY(conv2d_cpu_meta_refused),
     TEST_ENTRY(cat_mixed_list_refused),
     TEST_ENTRY(cpu_scalar_joins_meta_in_pointwise_ops),
     TEST_ENTRY(copies_between_devices_still_work),

@@ -48,8 +48,10 @@ enum { NDECLS = sizeof decls / sizeof decls[0] };
 
 /* Kernel kinds: table flag, name part, key macro name, takes the key set,
  * checked: gets the generated device check (Note [One device check] in
- * src/kernels/device_check.c): 2 for tensors and Device arguments, 1 for
- * Device arguments only (BackendSelect: the backend kernel checks tensors). */
+ * src/kernels/device_check.c): 2 for tensors and Device arguments (kernels
+ * that compute: backend and CompositeExplicitAutograd ones), 1 for Device
+ * arguments only (BackendSelect: the kernel it selects checks tensors), 0
+ * for kernels made of calls that are checked themselves. */
 static const struct {
   unsigned flag;
   const char *part;
@@ -60,8 +62,8 @@ static const struct {
     {DISP_K_CPU, "cpu", "CPU", 0, 2},
     {DISP_K_META, "meta", "META", 0, 2},
     {DISP_K_CIA, "cia", "COMPOSITE_IMPLICIT_AUTOGRAD", 0, 0},
-    {DISP_K_CEA, "cea", "COMPOSITE_EXPLICIT_AUTOGRAD", 0, 0},
-    {DISP_K_CEANF, "ceanf", "COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL", 0, 0},
+    {DISP_K_CEA, "cea", "COMPOSITE_EXPLICIT_AUTOGRAD", 0, 2},
+    {DISP_K_CEANF, "ceanf", "COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL", 0, 2},
     {DISP_K_BSEL, "bsel", "BACKEND_SELECT", 1, 1},
     /* Autocast kernels (src/autograd/autocast_kernels.c): the key's cast
      * policy, then a full call of the operator with the key excluded. */

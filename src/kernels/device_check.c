@@ -7,11 +7,16 @@
  * compute_types for pointwise and reduction ops, hand-written checks
  * elsewhere, and none at all in some Meta kernels (mm(cpu, meta) then
  * answers with a Meta tensor or an internal assert). Here one generated
- * wrapper per CPU/Meta kernel (tools/gen_aten.c) applies TensorIterator's
- * rule to every Tensor, Tensor? and Tensor[] argument before the kernel
- * runs, so no kernel sees mixed devices. Operators that take tensors on
- * different devices on purpose, or word the refusal their own way, say so
- * in aten_ops.def (DISP_K_ANY_DEVICE) and keep their own checks.
+ * wrapper per CPU, Meta and CompositeExplicitAutograd kernel
+ * (tools/gen_aten.c) applies TensorIterator's rule to every Tensor, Tensor?
+ * and Tensor[] argument before the kernel runs, so no kernel that computes
+ * sees mixed devices; CompositeImplicitAutograd kernels only call operators
+ * that are checked. The rule's message puts the common device first, as
+ * compute_types does: add(cpu, meta) fails with "..., meta and cpu!".
+ * Operators whose 1.13 kernels take tensors on different devices say so in
+ * aten_ops.def (CPU_SCALAR, CPU_SCALARS, ANY_DEVICE). Device arguments of
+ * these kernels and of BackendSelect ones are checked as torch.device
+ * checks them.
  */
 #include <limits.h>
 #include <stdint.h>

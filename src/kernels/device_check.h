@@ -1,10 +1,11 @@
 /*
- * device_check.h - the one device check every built-in CPU, Meta and
- * BackendSelect kernel gets (Note [One device check]).
+ * device_check.h - the one device check of built-in kernels (Note [One
+ * device check] in device_check.c).
  *
- * tools/gen_aten.c wraps each such kernel of aten_ops.def in a generated
- * function that runs these checks on the kernel's arguments first, so no
- * kernel checks devices on its own.
+ * tools/gen_aten.c wraps each CPU, Meta, CompositeExplicitAutograd and
+ * BackendSelect kernel of aten_ops.def in a generated function that runs
+ * these checks on the kernel's arguments first, so no kernel checks
+ * devices on its own. Internal to the built-in kernels.
  */
 #ifndef DISP_DEVICE_CHECK_H
 #define DISP_DEVICE_CHECK_H
