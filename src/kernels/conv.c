@@ -25,7 +25,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 #include "gemm.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "aten_internal.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 
 /* ---- element loads: every source type to its natural C value ----------- */
 
