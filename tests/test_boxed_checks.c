@@ -566,6 +566,40 @@ TEST(float_scalars_beyond_int64_are_converted_defined) {
   return 0;
 }
 
+/* An integral matrix product or convolution whose sum leaves the dtype's
+ * range wraps as PyTorch's x86 build does (255 * 255 + 255 * 255 = 130050
+ * is 2 in uint8), never converted undefinedly (UBSan float-cast-overflow). */
+TEST(integral_gemm_sums_wrap) {
+  const disp_op *mm = find("aten::mm"), *conv2d = find("aten::conv2d");
+  ASSERT_TRUE(mm && conv2d);
+  int64_t row[2] = {1, 2}, col[2] = {2, 1}, img[4] = {1, 1, 1, 2};
+  disp_device cpu = disp_device_make(DISP_BACKEND_CPU, -1);
+  disp_tensor *a = NULL, *b = NULL, *x = NULL;
+  ASSERT_OK(disp_tensor_empty(row, 2, DISP_DTYPE_UINT8, cpu, &a));
+  ASSERT_OK(disp_tensor_empty(col, 2, DISP_DTYPE_UINT8, cpu, &b));
+  ASSERT_OK(disp_tensor_empty(img, 4, DISP_DTYPE_UINT8, cpu, &x));
+  memset(disp_tensor_data_ptr(a), 255, 2);
+  memset(disp_tensor_data_ptr(b), 255, 2);
+  memset(disp_tensor_data_ptr(x), 255, 2);
+  disp_stack *s = disp_stack_new();
+  disp_stack_push_tensor(s, a);
+  disp_stack_push_tensor(s, b);
+  ASSERT_OK(disp_call_boxed(mm, s));
+  ASSERT_EQ_INT(*(const uint8_t *)disp_tensor_data_ptr(disp_stack_at(s, 0)->u.tensor), 2);
+  disp_stack_clear(s);
+  /* The fuzzer's case: conv2d(x, x) of uint8 tensors. */
+  disp_stack_push_tensor(s, x);
+  disp_stack_push_tensor(s, x);
+  ASSERT_OK(disp_stack_fill_defaults(conv2d, s, 2));
+  ASSERT_OK(disp_call_boxed(conv2d, s));
+  ASSERT_EQ_INT(*(const uint8_t *)disp_tensor_data_ptr(disp_stack_at(s, 0)->u.tensor), 2);
+  disp_stack_free(s);
+  disp_tensor_release(x);
+  disp_tensor_release(b);
+  disp_tensor_release(a);
+  return 0;
+}
+
 /* A value whose tag promises a payload that is NULL (a program can write
  * one through disp_stack_at or disp_stack_push_value_steal): refused by the
  * call, and released by the stack without a crash. */
@@ -627,6 +661,7 @@ TEST_LIST = {
     TEST_ENTRY(builtin_adapter_names_a_silent_kernel),
     TEST_ENTRY(float_scalars_beyond_int64_are_converted_defined),
     TEST_ENTRY(values_holding_null_are_refused_and_released),
+    TEST_ENTRY(integral_gemm_sums_wrap),
     TEST_END};
 
 TEST_MAIN()

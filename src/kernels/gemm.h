@@ -23,6 +23,8 @@
 
 #include <disp.h>
 
+#include "tensor/dtype_cast.h"
+
 /* A strided matrix operand: element (i, j) is data[i * rs + j * cs]. */
 typedef struct disp__mat {
   void *data;
@@ -121,11 +123,13 @@ static inline void disp__store_f64(void *p, disp_dtype dt, double v) {
     case DISP_DTYPE_FLOAT64: *(double *)p = v; break;
     case DISP_DTYPE_FLOAT16: *(uint16_t *)p = disp__f32_to_f16((float)v); break;
     case DISP_DTYPE_BFLOAT16: *(uint16_t *)p = disp__f32_to_bf16((float)v); break;
-    case DISP_DTYPE_INT64: *(int64_t *)p = (int64_t)v; break;
-    case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)v; break;
-    case DISP_DTYPE_INT16: *(int16_t *)p = (int16_t)v; break;
-    case DISP_DTYPE_INT8: *(int8_t *)p = (int8_t)v; break;
-    case DISP_DTYPE_UINT8: case DISP_DTYPE_QUINT8: *(uint8_t *)p = (uint8_t)v; break;
+    /* through int64, as dtype_cast.h's stores: a sum that does not fit
+     * wraps (PyTorch's x86 build) instead of being undefined */
+    case DISP_DTYPE_INT64: *(int64_t *)p = disp__double_to_int64(v); break;
+    case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)disp__double_to_int64(v); break;
+    case DISP_DTYPE_INT16: *(int16_t *)p = (int16_t)disp__double_to_int64(v); break;
+    case DISP_DTYPE_INT8: *(int8_t *)p = (int8_t)disp__double_to_int64(v); break;
+    case DISP_DTYPE_UINT8: case DISP_DTYPE_QUINT8: *(uint8_t *)p = (uint8_t)disp__double_to_int64(v); break;
     case DISP_DTYPE_BOOL: *(uint8_t *)p = v != 0.0; break;
     default: break;
   }
