@@ -26,6 +26,15 @@ static disp_tensor *tensor(int64_t rows, int64_t cols) {
   return t;
 }
 
+/* A tensor of `dt` on backend `b` holding `nbytes` of `data` (none: NULL). */
+static disp_tensor *tensor_of(const int64_t *sizes, int nd, disp_dtype dt, disp_backend b, const void *data,
+                              size_t nbytes) {
+  disp_tensor *t = NULL;
+  if (disp_tensor_empty(sizes, nd, dt, disp_device_make(b, -1), &t) != DISP_OK) return NULL;
+  if (data) memcpy(disp_tensor_data_ptr(t), data, nbytes);
+  return t;
+}
+
 static const disp_op *find(const char *name) {
   const disp_op *op = NULL;
   return disp_op_find(name, &op) == DISP_OK ? op : NULL;
@@ -519,11 +528,8 @@ TEST(float_scalars_beyond_int64_are_converted_defined) {
   const disp_op *clamp_min = find("aten::clamp_min");
   ASSERT_TRUE(clamp_min);
   int64_t two = 2;
-  disp_tensor *ints = NULL;
-  ASSERT_OK(disp_tensor_empty(&two, 1, DISP_DTYPE_INT64, disp_device_make(DISP_BACKEND_CPU, -1), &ints));
-  int64_t *iv = disp_tensor_data_ptr(ints);
-  iv[0] = 1;
-  iv[1] = -2;
+  disp_tensor *ints = tensor_of(&two, 1, DISP_DTYPE_INT64, DISP_BACKEND_CPU, (int64_t[]){1, -2}, 16);
+  ASSERT_TRUE(ints);
   disp_stack *s = disp_stack_new();
   disp_stack_push_tensor(s, ints);
   disp_stack_push_double(s, -INFINITY);
@@ -536,8 +542,8 @@ TEST(float_scalars_beyond_int64_are_converted_defined) {
   disp_stack_clear(s);
 
   /* The same on Meta (the fuzzer's case, there with a half tensor). */
-  disp_tensor *meta = NULL;
-  ASSERT_OK(disp_tensor_empty(NULL, 0, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_META, -1), &meta));
+  disp_tensor *meta = tensor_of(NULL, 0, DISP_DTYPE_FLOAT32, DISP_BACKEND_META, NULL, 0);
+  ASSERT_TRUE(meta);
   disp_stack_push_tensor(s, meta);
   disp_stack_push_double(s, NAN);
   ASSERT_OK(disp_call_boxed(clamp_min, s));
@@ -547,11 +553,8 @@ TEST(float_scalars_beyond_int64_are_converted_defined) {
   /* A float tensor holding NaN and inf, copied to int64. */
   const disp_op *to = find("aten::to.dtype");
   ASSERT_TRUE(to);
-  disp_tensor *f = NULL;
-  ASSERT_OK(disp_tensor_empty(&two, 1, DISP_DTYPE_FLOAT64, disp_device_make(DISP_BACKEND_CPU, -1), &f));
-  double *fv = disp_tensor_data_ptr(f);
-  fv[0] = NAN;
-  fv[1] = INFINITY;
+  disp_tensor *f = tensor_of(&two, 1, DISP_DTYPE_FLOAT64, DISP_BACKEND_CPU, (double[]){NAN, INFINITY}, 16);
+  ASSERT_TRUE(f);
   disp_stack_push_tensor(s, f);
   disp_stack_push_int(s, DISP_DTYPE_INT64);
   ASSERT_OK(disp_stack_fill_defaults(to, s, 2));
@@ -573,14 +576,11 @@ TEST(integral_gemm_sums_wrap) {
   const disp_op *mm = find("aten::mm"), *conv2d = find("aten::conv2d");
   ASSERT_TRUE(mm && conv2d);
   int64_t row[2] = {1, 2}, col[2] = {2, 1}, img[4] = {1, 1, 1, 2};
-  disp_device cpu = disp_device_make(DISP_BACKEND_CPU, -1);
-  disp_tensor *a = NULL, *b = NULL, *x = NULL;
-  ASSERT_OK(disp_tensor_empty(row, 2, DISP_DTYPE_UINT8, cpu, &a));
-  ASSERT_OK(disp_tensor_empty(col, 2, DISP_DTYPE_UINT8, cpu, &b));
-  ASSERT_OK(disp_tensor_empty(img, 4, DISP_DTYPE_UINT8, cpu, &x));
-  memset(disp_tensor_data_ptr(a), 255, 2);
-  memset(disp_tensor_data_ptr(b), 255, 2);
-  memset(disp_tensor_data_ptr(x), 255, 2);
+  const uint8_t max[2] = {255, 255};
+  disp_tensor *a = tensor_of(row, 2, DISP_DTYPE_UINT8, DISP_BACKEND_CPU, max, 2);
+  disp_tensor *b = tensor_of(col, 2, DISP_DTYPE_UINT8, DISP_BACKEND_CPU, max, 2);
+  disp_tensor *x = tensor_of(img, 4, DISP_DTYPE_UINT8, DISP_BACKEND_CPU, max, 2);
+  ASSERT_TRUE(a && b && x);
   disp_stack *s = disp_stack_new();
   disp_stack_push_tensor(s, a);
   disp_stack_push_tensor(s, b);
