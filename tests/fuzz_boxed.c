@@ -410,6 +410,10 @@ static void describe_value(const disp_value *v) {
   switch (v->tag) {
     case DISP_VALUE_TENSOR: {
       const disp_tensor *t = v->u.tensor;
+      if (!t) {
+        fprintf(stderr, "Tensor holding NULL");
+        break;
+      }
       char dev[32];
       disp_device_format(disp_tensor_device(t), dev, sizeof dev);
       fprintf(stderr, "Tensor(%s, %s, sizes [", disp_dtype_name(disp_tensor_dtype(t)), dev);
@@ -423,15 +427,15 @@ static void describe_value(const disp_value *v) {
     case DISP_VALUE_INT: fprintf(stderr, "%lld", (long long)v->u.i); break;
     case DISP_VALUE_DOUBLE: fprintf(stderr, "%g", v->u.d); break;
     case DISP_VALUE_BOOL: fprintf(stderr, "%s", v->u.b ? "True" : "False"); break;
-    case DISP_VALUE_STRING: fprintf(stderr, "\"%s\"", v->u.str); break;
+    case DISP_VALUE_STRING: fprintf(stderr, "\"%s\"", v->u.str ? v->u.str : "(NULL)"); break;
     case DISP_VALUE_INT_LIST:
       fprintf(stderr, "[");
-      for (size_t i = 0; i < v->u.ints.len; i++) fprintf(stderr, "%s%lld", i ? ", " : "", (long long)v->u.ints.data[i]);
+      for (size_t i = 0; v->u.ints.data && i < v->u.ints.len; i++) fprintf(stderr, "%s%lld", i ? ", " : "", (long long)v->u.ints.data[i]);
       fprintf(stderr, "]");
       break;
     case DISP_VALUE_TENSOR_LIST:
       fprintf(stderr, "[");
-      for (size_t i = 0; i < v->u.tensors.len; i++) {
+      for (size_t i = 0; v->u.tensors.data && i < v->u.tensors.len; i++) {
         fprintf(stderr, "%s", i ? ", " : "");
         if (v->u.tensors.data[i]) describe_value(&(disp_value){.tag = DISP_VALUE_TENSOR, .u.tensor = v->u.tensors.data[i]});
         else fprintf(stderr, "None");
