@@ -2,27 +2,30 @@
  * fuzz_boxed.c - libFuzzer target for boxed calls of every operator.
  *
  * Each input is decoded into one call: an operator (any defined one: every
- * built-in aten operator, plus the fuzz:: operators defined below with
+ * built-in aten operator, plus the fuzz:: operators of fuzz_boxed_ops.c with
  * varied schemas and boxed, unboxed and misbehaving kernels), a way to call
  * it (disp_call_boxed, disp_redispatch_boxed, disp_stack_fill_defaults
  * then disp_call_boxed), the thread-local modes to call it under, and a
  * stack: mostly values of the schema's types (tensors of every dtype, small
  * shapes including 0-size and 0-dim, strided views, cpu and meta), now and
- * then a value of the wrong kind, too few or too many values.
+ * then a value of the wrong kind or holding NULL, too few or too many values.
  *
  * The oracle, besides the sanitizers and the leak checker: a call that
  * succeeds leaves exactly the schema's returns, each of its declared kind;
- * a call that fails sets a message naming an operator and leaves neither
- * arguments nor returns (call.h); every tensor the target made is back to
+ * a call that fails sets a message naming an operator (a redispatch's is
+ * named by the outer call) and leaves neither arguments nor returns
+ * (call.h); every tensor the target made is back to
  * the one reference it holds once the stack is gone. Otherwise it aborts.
  *
  * Sizes stay small (a few thousand elements) so that one run takes
  * microseconds. Classes of bugs being fixed elsewhere can be skipped by
  * defining the FUZZ_SKIP_* macros below (each names its class).
  *
- * Built without -fsanitize=fuzzer (FUZZ_REPLAY_MAIN, fuzz_replay_main.c) it
- * replays files given on the command line, which is how ctest runs the seed
- * corpus tests/fuzz_corpus_boxed under gcc and ASan.
+ * Built without DISP_FUZZ, with fuzz_replay_main.c, it replays the files
+ * given on the command line: ctest runs the seed corpus
+ * tests/fuzz_corpus_boxed so under any compiler and the sanitizers. With
+ * FUZZ_BOXED_VERBOSE=1 in the environment every call is printed before it
+ * runs (operator, entry point, stack, modes): a finding's reproducer.
  */
 #include <math.h>
 #include <stdint.h>
