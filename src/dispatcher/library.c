@@ -9,7 +9,9 @@
  * is drained by disp__ensure_init(): all DEF/FRAGMENT blocks first, then all
  * IMPL blocks, each in link order, so an impl never runs before the def it
  * checks against, whatever the object-file order. Drained nodes are kept so
- * that disp_shutdown() followed by disp_init() starts over with them.
+ * that disp_shutdown() followed by disp_init() starts over with them. The
+ * built-in libraries (builtins_internal.h) join the first drain ahead of every
+ * queued block, as if their constructors had run first.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <ffi.h>
 
 #include "argcheck_internal.h"
+#include "builtins_internal.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "reclaim_internal.h"
@@ -293,6 +296,19 @@ static void run_node(disp_library_node *node) {
   }
 }
 
+/* Puts the built-in libraries in front of `fifo`, the first time only: from
+ * then on they are drained nodes like the others. Under g_init_lock. */
+static disp_library_node *builtins_first(disp_library_node *fifo) {
+  static int queued;
+  if (queued) return fifo;
+  queued = 1;
+  for (size_t i = disp__builtin_library_count; i-- > 0;) {
+    disp__builtin_libraries[i].next = fifo;
+    fifo = &disp__builtin_libraries[i];
+  }
+  return fifo;
+}
+
 void disp__ensure_init(void) {
   if (atomic_load_explicit(&g_ready, memory_order_acquire) && !atomic_load(&g_queue)) return;
   if (tls_draining) return;
@@ -313,6 +329,7 @@ void disp__ensure_init(void) {
     n->next = fifo;
     fifo = n;
   }
+  fifo = builtins_first(fifo);
   for (int pass = 0; pass < 2; pass++)
     for (disp_library_node *n = fifo; n; n = n->next)
       if ((n->kind == DISP_LIBRARY_IMPL) == pass) run_node(n);
