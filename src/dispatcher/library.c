@@ -27,6 +27,7 @@
 #include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
+#include "single_copy_internal.h"
 #include "strbuf_internal.h"
 
 struct disp_library {
@@ -91,6 +92,7 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
                              const char *file, int line, disp_library **out) {
   DISP_REFUSE_NULL(ns);
   DISP_REFUSE_NULL(out);
+  if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
   if ((unsigned)kind > DISP_LIBRARY_IMPL)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: invalid library kind %d", (int)kind);
   if (check_namespace(kind, ns) != DISP_OK) return DISP_ERR_INVALID_ARG;
@@ -314,7 +316,9 @@ void disp__ensure_init(void) {
   if (tls_draining) return;
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1;
-  if (!disp__registry.initialized) {
+  disp__single_copy_check();
+  int refuse = disp__is_second_copy(); /* Note [A second copy] */
+  if (!disp__registry.initialized && !refuse) {
     disp__trace_init();
     pthread_mutex_lock(&disp__registry.lock);
     if (disp__install_builtin_fallbacks() == DISP_OK) disp__registry.initialized = 1;
@@ -329,7 +333,7 @@ void disp__ensure_init(void) {
     n->next = fifo;
     fifo = n;
   }
-  fifo = builtins_first(fifo);
+  if (!refuse) fifo = builtins_first(fifo);
   for (int pass = 0; pass < 2; pass++)
     for (disp_library_node *n = fifo; n; n = n->next)
       if ((n->kind == DISP_LIBRARY_IMPL) == pass) run_node(n);
@@ -343,7 +347,7 @@ void disp__ensure_init(void) {
 void disp_init(void) { disp__ensure_init(); }
 
 disp_status disp_registry_check(void) {
-  disp__ensure_init();
+  if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp_status st = DISP_OK;
