@@ -37,10 +37,10 @@ __asm__(".pushsection .note.libdispatch,\"a\",%note\n"
 extern const char disp__copy_note[];
 
 static atomic_int g_state; /* 0 not checked, 1 alone, 2 refusing */
-static char g_message[512];
+static char g_message[1024]; /* holds the text and both names whole */
 
 typedef struct copies {
-  char own[200], other[200];
+  char own[256], other[256];
   int found_other;
 } copies;
 
