@@ -33,7 +33,11 @@ static disp_status plugin_call(const char *entry, const char **message) {
   return fn(message);
 }
 
-static int assert_refused(const char *message) {
+/* Calls one plugin entry: the shared copy must refuse it, naming both copies. */
+static int refused(const char *entry) {
+  ASSERT_TRUE(load_plugin());
+  const char *message = "";
+  ASSERT_STATUS(plugin_call(entry, &message), DISP_ERR_DUPLICATE);
   ASSERT_STARTS_WITH(message, SECOND_COPY_MESSAGE);
   ASSERT_CONTAINS(message, "libdispatch.so");
   ASSERT_CONTAINS(message, ", another in the program; this one refuses every registration and call. "
@@ -48,26 +52,11 @@ TEST(static_copy_works_before_the_plugin_loads) {
   return 0;
 }
 
-TEST(shared_copy_refuses_lookups) {
-  ASSERT_TRUE(load_plugin());
-  const char *message = "";
-  ASSERT_STATUS(plugin_call("second_copy_find", &message), DISP_ERR_DUPLICATE);
-  return assert_refused(message);
-}
+TEST(shared_copy_refuses_lookups) { return refused("second_copy_find"); }
 
-TEST(shared_copy_refuses_registrations) {
-  ASSERT_TRUE(load_plugin());
-  const char *message = "";
-  ASSERT_STATUS(plugin_call("second_copy_register", &message), DISP_ERR_DUPLICATE);
-  return assert_refused(message);
-}
+TEST(shared_copy_refuses_registrations) { return refused("second_copy_register"); }
 
-TEST(shared_copy_reports_its_refusal_in_the_registry_check) {
-  ASSERT_TRUE(load_plugin());
-  const char *message = "";
-  ASSERT_STATUS(plugin_call("second_copy_check", &message), DISP_ERR_DUPLICATE);
-  return assert_refused(message);
-}
+TEST(shared_copy_reports_its_refusal_in_the_registry_check) { return refused("second_copy_check"); }
 
 TEST(static_copy_keeps_working_and_saw_none_of_the_plugin) {
   ASSERT_TRUE(load_plugin());
