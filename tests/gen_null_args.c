@@ -217,6 +217,17 @@ static const bad_value bad_values[] = {
     {"int32_t", "dtype", {"-2", "100000"}},
     {"int32_t", "layout", {"-2", "100000"}},
     {"int32_t", "memory_format", {"-2", "100000"}},
+    /* indexes, dims, counts and offsets past any object's end (not array
+     * counts: a caller that passes a short array with a long count lies) */
+    {"size_t", "i", {"1000000", "SIZE_MAX"}},
+    {"int", "i", {"-1", "INT_MAX"}},
+    {"int64_t", "dim", {"INT64_MIN", "INT64_MAX"}},
+    {"int", "ndim", {"-1", "INT_MAX"}},
+    {"int64_t", "offset", {"-1", "INT64_MAX"}},
+    {"size_t", "nbytes", {"SIZE_MAX"}},
+    {"size_t", "given", {"SIZE_MAX"}},
+    {"int32_t", "type", {"-1", "100000"}},
+    {"int32_t", "index", {"-2", "INT32_MAX"}},
 };
 
 static const bad_value *bad_value_for(const param *p) {

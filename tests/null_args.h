@@ -6,7 +6,9 @@
 #ifndef NULL_ARGS_H
 #define NULL_ARGS_H
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 
