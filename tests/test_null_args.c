@@ -429,7 +429,8 @@ static int check_refusal(const null_case *c) {
 }
 
 /* In the child: the call and its checks. Returns the exit code. */
-static int child_run(const null_case *c) {
+static int child_run(const void *arg) {
+  const null_case *c = arg;
   snapshot before, after;
   int accept = accepts_null(c), rc = 0;
   if (!accept) take_snapshot(&before);
@@ -452,8 +453,8 @@ static int child_run(const null_case *c) {
 
 typedef enum verdict { PASSED, FAILED } verdict;
 
-/* Runs c in a forked child; on failure *why holds the child's output. */
-static verdict run_case(const null_case *c, char *why, size_t whysize) {
+/* Runs child(c) in a forked child; on failure *why holds its output. */
+static verdict run_in_child(int (*child)(const void *), const void *c, char *why, size_t whysize) {
   FILE *log = tmpfile();
   why[0] = '\0';
   if (!log) {
@@ -472,7 +473,7 @@ static verdict run_case(const null_case *c, char *why, size_t whysize) {
     dup2(fileno(log), STDOUT_FILENO);
     dup2(fileno(log), STDERR_FILENO);
     alarm(60); /* a hang is a failure too */
-    int rc = child_run(c);
+    int rc = child(c);
     fflush(stdout);
     exit(rc); /* exit, not _exit: LeakSanitizer checks at exit */
   }
@@ -504,7 +505,7 @@ typedef struct tally {
 static void run_one(const null_case *c, int verbose, tally *t) {
   static char why[16384];
   const null_param *skip = find_param(temporary_skip, COUNT(temporary_skip), c);
-  verdict v = run_case(c, why, sizeof why);
+  verdict v = run_in_child(child_run, c, why, sizeof why);
   const char *how = accepts_null(c) ? "accepts NULL" : "refuses NULL";
   if (v == PASSED && !skip) {
     t->passed++;
@@ -544,6 +545,66 @@ static int check_tables(void) {
   return bad;
 }
 
+/* ---- out-of-range values ------------------------------------------------- */
+
+disp_device null_bad_device_type(void) { return (disp_device){(disp_backend)100000, 0}; }
+disp_device null_bad_device_index(void) { return (disp_device){DISP_BACKEND_CPU, 5}; }
+disp_opt_device null_bad_opt_device_type(void) { return (disp_opt_device){100000, 0, true}; }
+disp_opt_device null_bad_opt_device_index(void) { return (disp_opt_device){DISP_BACKEND_CPU, 5, true}; }
+
+/* Parameters that take every value of their type, with the reason. */
+static const null_param accepts_any_value[] = {
+    {"", "", ""}, /* none yet */
+};
+
+/* An out-of-range value must not crash, hang or leak, whatever the function
+ * returns; a status function refuses it (not DISP_OK, with a message) and
+ * changes nothing; a pointer function that returns NULL says why. */
+static int child_run_bad(const void *arg) {
+  const null_bad_case *c = arg;
+  null_case as_null = {c->function, c->param, "", c->ret, 0, c->call};
+  int accept = find_param(accepts_any_value, COUNT(accepts_any_value), &as_null) != NULL;
+  snapshot before, after;
+  take_snapshot(&before);
+  disp_clear_error();
+  null_result.status = DISP_OK;
+  null_result.ptr = &null_result;
+  c->call();
+  const char *msg = disp_last_error();
+  int rc = 0;
+  if (c->ret == NULL_RET_STATUS && !accept && null_result.status == DISP_OK) {
+    printf("accepted: returned DISP_OK\n");
+    rc = 1;
+  } else if ((c->ret == NULL_RET_STATUS && null_result.status != DISP_OK) ||
+             (c->ret == NULL_RET_POINTER && null_result.ptr == NULL)) {
+    if (!msg[0]) {
+      printf("refused without a message\n");
+      rc = 1;
+    }
+    take_snapshot(&after);
+    const char *diff = snapshot_diff(&before, &after);
+    if (!rc && diff) {
+      printf("state not left as it was: %s\n", diff);
+      rc = 1;
+    }
+    free_snapshot(&after);
+  }
+  free_snapshot(&before);
+  return rc;
+}
+
+static void run_bad(const null_bad_case *c, int verbose, tally *t) {
+  static char why[16384];
+  if (run_in_child(child_run_bad, c, why, sizeof why) == PASSED) {
+    t->passed++;
+    if (verbose) printf("ok    %s(%s = %s)\n", c->function, c->param, c->value);
+    return;
+  }
+  t->failed++;
+  printf("FAIL  %s(%s = %s): %s", c->function, c->param, c->value, why);
+  if (why[0] && why[strlen(why) - 1] != '\n') putchar('\n');
+}
+
 int main(int argc, char **argv) {
   const char *only = NULL;
   int verbose = 0;
@@ -562,13 +623,18 @@ int main(int argc, char **argv) {
     if (!only || !strcmp(only, null_cases[i].function)) run_one(&null_cases[i], verbose, &t);
   for (size_t i = 0; i < COUNT(hand_cases); i++)
     if (!only || strstr(hand_cases[i].function, only)) run_one(&hand_cases[i], verbose, &t);
+  tally bad_values = {0};
+  for (size_t i = 0; i < null_num_bad_cases; i++)
+    if (!only || !strcmp(only, null_bad_cases[i].function)) run_bad(&null_bad_cases[i], verbose, &bad_values);
   printf("%zu exported functions: %zu without pointer parameters (nothing to pass NULL to), "
          "%zu with; %zu generated cases (one per pointer parameter) and %zu hand-written\n",
          null_num_functions, null_num_trivial, null_num_functions - null_num_trivial, null_num_cases,
          COUNT(hand_cases));
   printf("%d expected failures (temporary skip list), %d now passing there\n", t.expected_failures,
          t.unexpected_passes);
-  printf("%d passed, %d failed\n", t.passed, t.failed + bad);
+  printf("%zu out-of-range value cases (enums past either end, devices of no backend): %d passed, %d failed\n",
+         null_num_bad_cases, bad_values.passed, bad_values.failed);
+  printf("%d passed, %d failed\n", t.passed + bad_values.passed, t.failed + bad_values.failed + bad);
   free_objects();
-  return t.failed || bad ? 1 : 0;
+  return t.failed || bad_values.failed || bad ? 1 : 0;
 }

@@ -187,29 +187,35 @@ static unsigned dev_flags(int d) {
 static int is_written(const disp_schema *s, int i) { return s->args[i].alias && s->args[i].alias->is_write; }
 
 /* What the device check of kind j's kernel of decl d looks at: Tensor and
- * Tensor? arguments (tensors), Tensor[] ones (lists), Device ones (devices).
+ * Tensor? arguments (tensors), Tensor[] ones (lists), Device ones (devices),
+ * ScalarType/Layout/MemoryFormat ones (enums, whose range is checked in
+ * composite implicit kernels too: they may read the value themselves).
  * Tensors are checked when two could differ: two tensors, or a list. */
 typedef struct dev_plan {
-  int tensors, lists, devices, check_tensors;
+  int tensors, lists, devices, enums, check_tensors;
 } dev_plan;
 
+static int plan_wraps(dev_plan p) { return p.check_tensors || p.devices || p.enums; }
+
 static dev_plan plan_devices(int d, const disp_signature *sig, size_t j) {
-  dev_plan p = {0, 0, 0, 0};
+  dev_plan p = {0, 0, 0, 0, 0};
   for (int i = 0; i < sig->nargs; i++) {
     if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR) p.tensors++;
     else if (sig->args[i] == DISP_CT_TENSOR_LIST) p.lists++;
     else if (sig->args[i] == DISP_CT_DEVICE) p.devices++;
+    else if (sig->args[i] == DISP_CT_ENUM) p.enums++;
   }
   p.check_tensors = kinds[j].checked == 2 && !(decls[d].kernels & DISP_K_ANY_DEVICE) && (p.tensors >= 2 || p.lists);
   if (!kinds[j].checked) p.devices = 0;
+  if (!kinds[j].checked && kinds[j].flag != DISP_K_CIA) p.enums = 0;
   return p;
 }
 
 /* The registered function of kind j's kernel of decl d: the kernel itself,
- * or its device-checking wrapper. */
+ * or its argument-checking wrapper. */
 static void kernel_fn(char *buf, size_t n, int d, const disp_signature *sig, size_t j) {
   dev_plan p = plan_devices(d, sig, j);
-  snprintf(buf, n, "%s_%s_%s", p.check_tensors || p.devices ? "devchk" : "disp_", kinds[j].part, decls[d].id);
+  snprintf(buf, n, "%s_%s_%s", plan_wraps(p) ? "argchk" : "disp_", kinds[j].part, decls[d].id);
 }
 
 /* "  return NAME(ks, a, b, out0);\n" */
@@ -256,20 +262,34 @@ static void emit_slow_check(FILE *c, int d, const disp_schema *s, const disp_sig
   fprintf(c, "}\n\n");
 }
 
-/* The device-checking wrapper of kind j's kernel of decl d: the Device
+/* The range of each ScalarType / Layout / MemoryFormat argument. */
+static void emit_enum_checks(FILE *c, const disp_schema *s, const disp_signature *sig, dev_plan p) {
+  char nm[64];
+  for (int i = 0; i < sig->nargs && p.enums; i++) {
+    if (sig->args[i] != DISP_CT_ENUM) continue;
+    const disp_type *t = s->args[i].type;
+    int optional = t->kind == DISP_TYPE_OPTIONAL;
+    arg_name(nm, sizeof nm, s->args[i].name);
+    fprintf(c, "  if (disp__enum_arg_check(%d, %s, %d, \"%s\") != DISP_OK) return DISP_ERR_INVALID_ARG;\n",
+            (int)(optional ? t->elems[0]->kind : t->kind), nm, optional, s->args[i].name);
+  }
+}
+
+/* The argument-checking wrapper of kind j's kernel of decl d: the Device
  * arguments; then a compare per tensor against the first Tensor (the fast
  * path, ending in a tail call of the kernel), the full rule only when one
  * differs or a list is involved. */
 static void emit_device_wrapper(FILE *c, int d, const disp_schema *s, const disp_signature *sig, size_t j) {
   dev_plan p = plan_devices(d, sig, j);
-  if (!p.check_tensors && !p.devices) return;
+  if (!plan_wraps(p)) return;
   char nm[64], ref[64] = "", kernel[128], slow[128];
   snprintf(kernel, sizeof kernel, "disp__%s_%s", kinds[j].part, decls[d].id);
   snprintf(slow, sizeof slow, "devslow_%s_%s", kinds[j].part, decls[d].id);
   if (p.check_tensors) emit_slow_check(c, d, s, sig, j, p, kernel);
-  fprintf(c, "static disp_status devchk_%s_%s(", kinds[j].part, decls[d].id);
+  fprintf(c, "static disp_status argchk_%s_%s(", kinds[j].part, decls[d].id);
   params(c, s, sig, 1, kinds[j].with_ks);
   fprintf(c, ") {\n");
+  emit_enum_checks(c, s, sig, p);
   for (int i = 0; i < sig->nargs; i++) {
     if (sig->args[i] != DISP_CT_DEVICE) continue;
     arg_name(nm, sizeof nm, s->args[i].name);

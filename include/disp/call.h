@@ -108,7 +108,8 @@ DISP_API disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, di
  * after the first `given` ones (which must already be on the stack), so a
  * caller can pass only the leading arguments. Defaults of any length are
  * pushed whole. Errors: DISP_ERR_INVALID_ARG naming the first missing
- * argument without a default; the stack then holds what it held before.
+ * argument without a default, or when `given` exceeds the stack's size or
+ * the schema's argument count; the stack then holds what it held before.
  */
 DISP_API disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_t given);
 

@@ -224,7 +224,7 @@ DISP_API disp_status disp_allocator_register(disp_backend type, const disp_alloc
 
 /*
  * disp_allocator_get - the allocator of a device type, or NULL when none is
- * registered. Borrowed; the pointed-to struct is never modified and stays
+ * registered (or, with a message, when `type` is no disp_backend). Borrowed; the pointed-to struct is never modified and stays
  * valid for the life of the process, even after re-registration.
  * Thread-safe.
  */

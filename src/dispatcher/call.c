@@ -747,6 +747,13 @@ disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_
   if (!schema || schema->num_args != (size_t)sig->nargs) /* removed or redefined meanwhile */
     return disp__fail(DISP_ERR_OP_NOT_FOUND, "%s changed while its defaults were read", op->name);
   size_t before = disp_stack_size(stack);
+  if (given > before)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_stack_fill_defaults: given is %zu, but the stack holds %zu value%s",
+                      given, before, before == 1 ? "" : "s");
+  if (given > schema->num_args)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "%s() expected at most %zu argument(s) but received %zu argument(s). Declaration: %s",
+                      disp_schema_base_name(schema), schema->num_args, given, op->name);
   for (size_t i = given; i < schema->num_args && st == DISP_OK; i++) {
     const disp_argument *a = &schema->args[i];
     if (!a->default_value)

@@ -95,6 +95,8 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
   if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
   if ((unsigned)kind > DISP_LIBRARY_IMPL)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: invalid library kind %d", (int)kind);
+  if ((unsigned)key >= DISP_KEY_COUNT)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: invalid dispatch key %d", (int)key);
   if (check_namespace(kind, ns) != DISP_OK) return DISP_ERR_INVALID_ARG;
   if (kind == DISP_LIBRARY_IMPL && key != DISP_KEY_UNDEFINED && !disp_key_is_alias(key) &&
       disp_key_table_index(key) <= 0)
