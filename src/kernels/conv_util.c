@@ -15,6 +15,21 @@ void disp__conv_format_list(char *buf, size_t n, const int64_t *v, int len) {
   if (k < n) snprintf(buf + k, n - k, "]");
 }
 
+void disp__conv_format_i128(char *buf, size_t n, disp__conv_i128 v) {
+  char digits[48];
+  int k = (int)sizeof digits;
+  digits[--k] = '\0';
+  /* digits of |v| from the lowest; v's sign kept apart so INT128_MIN works */
+  int neg = v < 0;
+  do {
+    int d = (int)(v % 10);
+    digits[--k] = (char)('0' + (d < 0 ? -d : d));
+    v /= 10;
+  } while (v != 0);
+  if (neg) digits[--k] = '-';
+  snprintf(buf, n, "%s", digits + k);
+}
+
 int disp__conv_channels_last(const disp_tensor *t) {
   if (t->ndim != 4 || !t->has_strides) return 0;
   static const int order[4] = {1, 3, 2, 0};

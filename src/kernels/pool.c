@@ -23,13 +23,15 @@ typedef struct pool_geom {
   int batched, cl;
 } pool_geom;
 
-/* PyTorch's pooling_output_shape. */
-static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, int ceil_mode) {
-  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t q = num / stride;
+/* PyTorch's pooling_output_shape, exact: 1.13's int64 terms wrap for a
+ * huge kernel or dilation. Positive results are at most in + 1. */
+static disp__conv_i128 pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, int ceil_mode) {
+  typedef disp__conv_i128 i128;
+  i128 num = (i128)in + 2 * (i128)pad - (i128)dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  i128 q = num / stride;
   if ((num % stride != 0) && ((num < 0) != (stride < 0))) q--; /* floor division */
-  int64_t out = q + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) out--;
+  i128 out = q + 1;
+  if (ceil_mode && (out - 1) * stride >= (i128)in + pad) out--;
   return out;
 }
 
@@ -89,12 +91,17 @@ static disp_status pool_geometry(const char *op, disp_tensor *self, disp_int_lis
   g->planes = self->sizes[nd - 3];
   g->ih = self->sizes[nd - 2];
   g->iw = self->sizes[nd - 1];
-  g->oh = pool_out(g->ih, g->kh, g->ph, g->sh, g->dh, ceil_mode);
-  g->ow = pool_out(g->iw, g->kw, g->pw, g->sw, g->dw, ceil_mode);
-  if (g->oh < 1 || g->ow < 1)
-    return FAIL("%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output "
+  disp__conv_i128 oh = pool_out(g->ih, g->kh, g->ph, g->sh, g->dh, ceil_mode);
+  disp__conv_i128 ow = pool_out(g->iw, g->kw, g->pw, g->sw, g->dw, ceil_mode);
+  if (oh < 1 || ow < 1) {
+    char hs[48], ws[48];
+    disp__conv_format_i128(hs, sizeof hs, oh);
+    disp__conv_format_i128(ws, sizeof ws, ow);
+    return FAIL("%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%sx%s). Output "
                 "size is too small", op, (long long)g->planes, (long long)g->ih, (long long)g->iw,
-                (long long)g->planes, (long long)g->oh, (long long)g->ow);
+                (long long)g->planes, hs, ws);
+  }
+  g->oh = (int64_t)oh, g->ow = (int64_t)ow;
   g->cl = disp__conv_channels_last(self);
   return DISP_OK;
 }
