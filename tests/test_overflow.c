@@ -117,6 +117,23 @@ TEST(view_offsets_and_strides_do_not_wrap) {
   return 0;
 }
 
+TEST(memory_format_checks_do_not_wrap) {
+  /* channel dim of size 2 with stride 2^62 + 1 (a uint8 Meta storage of
+   * 2^62 + 2 bytes holds it): 1.13's channels_last test multiplies stride
+   * by size, past int64; such a tensor is simply not channels_last */
+  int64_t n = (INT64_C(1) << 62) + 2, sz[4] = {1, 2, 1, 1}, st[4] = {1, (INT64_C(1) << 62) + 1, 1, 1};
+  disp_tensor *base = NULL, *v = NULL, *r = NULL;
+  ASSERT_OK(disp_tensor_empty(&n, 1, DISP_DTYPE_UINT8, disp_device_make(DISP_BACKEND_META, -1), &base));
+  ASSERT_OK(disp_aten_as_strided(base, ints(sz, 4), ints(st, 4), none, &v));
+  disp_tensor_list l = {&v, 1};
+  ASSERT_OK(disp_aten_cat(l, 0, &r));
+  ASSERT_EQ_INT(disp_tensor_strides(r)[1], 1);
+  disp_tensor_release(r);
+  disp_tensor_release(v);
+  disp_tensor_release(base);
+  return 0;
+}
+
 static disp_status arange3(disp_scalar s, disp_scalar e, disp_scalar step, int32_t dtype, disp_tensor **out) {
   return disp_aten_arange_start_step(s, e, step, dtype, -1, meta_device, no_pin, out);
 }
@@ -337,6 +354,7 @@ TEST(storage_extent_overflow) {
 TEST_LIST = {
     TEST_ENTRY(slice_extreme_bounds_clamp),
     TEST_ENTRY(view_offsets_and_strides_do_not_wrap),
+    TEST_ENTRY(memory_format_checks_do_not_wrap),
     TEST_ENTRY(arange_extreme_bounds),
     TEST_ENTRY(conv2d_huge_padding_and_dilation),
     TEST_ENTRY(max_pool2d_huge_kernel_and_dilation),

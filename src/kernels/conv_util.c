@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "gemm.h"
+#include "tensor/checked_math_internal.h"
 
 void disp__conv_format_list(char *buf, size_t n, const int64_t *v, int len) {
   size_t k = (size_t)snprintf(buf, n, "[");
@@ -42,7 +43,8 @@ int disp__conv_channels_last(const disp_tensor *t) {
     /* Ambiguous layouts count as NCHW. */
     if (d == 0 && min == t->strides[1]) return 0;
     min = t->strides[d];
-    if (t->sizes[d] > 1) min *= t->sizes[d];
+    /* past int64 no later stride can reach min */
+    if (t->sizes[d] > 1 && disp__mul_i64(min, t->sizes[d], &min)) return i == 3;
   }
   return 1;
 }
