@@ -134,6 +134,21 @@ TEST(memory_format_checks_do_not_wrap) {
   return 0;
 }
 
+TEST(double_scalar_past_int64_is_not_converted) {
+  /* a float op with alpha = 1e300: the operands' int64 copy of alpha
+   * (used by integer loops only) must not be a C conversion out of range.
+   * -fsanitize=undefined leaves float-cast-overflow out, so this checks
+   * the result only; build with -fsanitize=float-cast-overflow to see it. */
+  int64_t two = 2;
+  disp_tensor *x = NULL, *r = NULL;
+  ASSERT_OK(disp_aten_ones(ints(&two, 1), DISP_DTYPE_FLOAT64, -1, no_device, no_pin, &x));
+  ASSERT_OK(disp_aten_add_Scalar(x, disp_scalar_double(1e-300), disp_scalar_double(1e300), &r));
+  ASSERT_TRUE(((const double *)disp_tensor_data_ptr(r))[1] == 2.0);
+  disp_tensor_release(r);
+  disp_tensor_release(x);
+  return 0;
+}
+
 static disp_status arange3(disp_scalar s, disp_scalar e, disp_scalar step, int32_t dtype, disp_tensor **out) {
   return disp_aten_arange_start_step(s, e, step, dtype, -1, meta_device, no_pin, out);
 }
@@ -251,6 +266,61 @@ TEST(max_pool2d_huge_kernel_and_dilation) {
   return 0;
 }
 
+TEST(max_pool2d_huge_window_runs_in_bounded_time) {
+  /* kernel 2^62 with padding 2^61 over a 5 x 5 input: a 6 x 6 output
+   * whose every window covers the input. Stepping to the first tap one
+   * dilation at a time (1.13's loop) would take 2^61 steps per window. */
+  int64_t sizes[4] = {1, 1, 5, 5}, k = INT64_C(1) << 62, s = 1, p = INT64_C(1) << 61, d = 1;
+  disp_tensor *a = NULL, *x = NULL, *y = NULL, *idx = NULL;
+  ASSERT_OK(disp_aten_arange(disp_scalar_int(25), DISP_DTYPE_FLOAT32, -1, no_device, no_pin, &a));
+  ASSERT_OK(disp_aten_view(a, ints(sizes, 4), &x));
+  ASSERT_OK(disp_aten_max_pool2d_with_indices(x, ints(&k, 1), ints(&s, 1), ints(&p, 1), ints(&d, 1), false, &y,
+                                              &idx));
+  ASSERT_EQ_INT(disp_tensor_sizes(y)[2], 6);
+  ASSERT_EQ_INT(disp_tensor_sizes(y)[3], 6);
+  const float *yv = disp_tensor_data_ptr(y);
+  const int64_t *iv = disp_tensor_data_ptr(idx);
+  for (int i = 0; i < 36; i++) {
+    ASSERT_TRUE(yv[i] == 24.0f);
+    ASSERT_EQ_INT(iv[i], 24);
+  }
+  /* a dilation near INT64_MAX: the tap after the first is past the input */
+  int64_t k2 = 2, s2 = INT64_MAX, d2 = INT64_MAX - 1, p0 = 0;
+  disp_tensor_release(y);
+  disp_tensor_release(idx);
+  ASSERT_OK(disp_aten_max_pool2d_with_indices(x, ints(&k2, 1), ints(&s2, 1), ints(&p0, 1), ints(&d2, 1), true, &y,
+                                              &idx));
+  ASSERT_EQ_INT(disp_tensor_numel(y), 1);
+  ASSERT_TRUE(((const float *)disp_tensor_data_ptr(y))[0] == 0.0f);
+  disp_tensor_release(y);
+  disp_tensor_release(idx);
+  /* padding 1 puts the first tap at -1, the next past the input: no tap
+   * at all, and 1.13's index hs * W + ws would pass int64 */
+  int64_t p1 = 1;
+  ASSERT_OK(disp_aten_max_pool2d_with_indices(x, ints(&k2, 1), ints(&s2, 1), ints(&p1, 1), ints(&d2, 1), true, &y,
+                                              &idx));
+  ASSERT_EQ_INT(disp_tensor_numel(y), 1);
+  ASSERT_TRUE(isinf(((const float *)disp_tensor_data_ptr(y))[0]));
+  ASSERT_EQ_INT(((const int64_t *)disp_tensor_data_ptr(idx))[0], -1);
+  /* backward refuses indices outside the plane, INT64_MAX included */
+  disp_tensor *gi = NULL;
+  for (int i = 0; i < 2; i++) {
+    ((int64_t *)disp_tensor_data_ptr(idx))[0] = i ? INT64_MAX : -1;
+    ASSERT_STATUS(disp_aten_max_pool2d_with_indices_backward(y, x, ints(&k2, 1), ints(&s2, 1), ints(&p1, 1),
+                                                             ints(&d2, 1), true, idx, &gi),
+                  DISP_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(disp_last_error(), i ? "index 9223372036854775808 is out of bounds for an input plane of 25 "
+                                           "elements"
+                                         : "index -1 is out of bounds for an input plane of 25 elements");
+  }
+  ASSERT_TRUE(gi == NULL);
+  disp_tensor_release(y);
+  disp_tensor_release(idx);
+  disp_tensor_release(x);
+  disp_tensor_release(a);
+  return 0;
+}
+
 TEST(dim_count_above_the_limit_is_refused) {
   /* A list longer than DISP_TENSOR_MAX_DIMS is refused by its length
    * alone: the array holds 65 values and a length of 2^32 + 2 must not be
@@ -355,9 +425,11 @@ TEST_LIST = {
     TEST_ENTRY(slice_extreme_bounds_clamp),
     TEST_ENTRY(view_offsets_and_strides_do_not_wrap),
     TEST_ENTRY(memory_format_checks_do_not_wrap),
+    TEST_ENTRY(double_scalar_past_int64_is_not_converted),
     TEST_ENTRY(arange_extreme_bounds),
     TEST_ENTRY(conv2d_huge_padding_and_dilation),
     TEST_ENTRY(max_pool2d_huge_kernel_and_dilation),
+    TEST_ENTRY(max_pool2d_huge_window_runs_in_bounded_time),
     TEST_ENTRY(dim_count_above_the_limit_is_refused),
     TEST_ENTRY(numel_overflow),
     TEST_ENTRY(storage_extent_overflow),
