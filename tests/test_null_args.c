@@ -82,10 +82,6 @@ static const null_param documented_nullable[] = {
  * A trailing '*' in the function and a "*" parameter match a family.
  */
 static const null_param temporary_skip[] = {
-    /* all 120 typed entries, written by one generator: a NULL Tensor crashes
-     * in the key-set read, a NULL out-pointer is refused with the operator's
-     * name ("aten::mm: ...") or not at all */
-    {"disp_aten_*", "*", "tensor side: tools/gen_aten.c's entries"},
     /* boxed call path: refused, but worded "aten::add.Tensor: an out-pointer
      * for a return is NULL" (names neither disp_call nor the argument) */
     {"disp_call", "out", "boxed side: wording of read_va's refusal"},

@@ -29,6 +29,9 @@
 #define DISP_K_ADIOV 64
 #define DISP_K_AUTOCAST_CPU 128
 #define DISP_K_AUTOCAST_CUDA 256
+#define DISP_K_CPU_SCALAR 512
+#define DISP_K_ANY_DEVICE 1024
+#define DISP_K_CPU_SCALARS 2048
 
 typedef struct decl {
   const char *id;
@@ -43,23 +46,29 @@ static const decl decls[] = {
 };
 enum { NDECLS = sizeof decls / sizeof decls[0] };
 
-/* Kernel kinds: table flag, name part, key macro name, takes the key set. */
+/* Kernel kinds: table flag, name part, key macro name, takes the key set,
+ * checked: gets the generated device check (Note [One device check] in
+ * src/kernels/device_check.c): 2 for tensors and Device arguments (kernels
+ * that compute: backend and CompositeExplicitAutograd ones), 1 for Device
+ * arguments only (BackendSelect: the kernel it selects checks tensors), 0
+ * for kernels made of calls that are checked themselves. */
 static const struct {
   unsigned flag;
   const char *part;
   const char *key;
   int with_ks;
+  int checked;
 } kinds[] = {
-    {DISP_K_CPU, "cpu", "CPU", 0},
-    {DISP_K_META, "meta", "META", 0},
-    {DISP_K_CIA, "cia", "COMPOSITE_IMPLICIT_AUTOGRAD", 0},
-    {DISP_K_CEA, "cea", "COMPOSITE_EXPLICIT_AUTOGRAD", 0},
-    {DISP_K_CEANF, "ceanf", "COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL", 0},
-    {DISP_K_BSEL, "bsel", "BACKEND_SELECT", 1},
+    {DISP_K_CPU, "cpu", "CPU", 0, 2},
+    {DISP_K_META, "meta", "META", 0, 2},
+    {DISP_K_CIA, "cia", "COMPOSITE_IMPLICIT_AUTOGRAD", 0, 0},
+    {DISP_K_CEA, "cea", "COMPOSITE_EXPLICIT_AUTOGRAD", 0, 2},
+    {DISP_K_CEANF, "ceanf", "COMPOSITE_EXPLICIT_AUTOGRAD_NON_FUNCTIONAL", 0, 2},
+    {DISP_K_BSEL, "bsel", "BACKEND_SELECT", 1, 1},
     /* Autocast kernels (src/autograd/autocast_kernels.c): the key's cast
      * policy, then a full call of the operator with the key excluded. */
-    {DISP_K_AUTOCAST_CPU, "autocast_cpu", "AUTOCAST_CPU", 0},
-    {DISP_K_AUTOCAST_CUDA, "autocast_cuda", "AUTOCAST_CUDA", 0},
+    {DISP_K_AUTOCAST_CPU, "autocast_cpu", "AUTOCAST_CPU", 0, 0},
+    {DISP_K_AUTOCAST_CUDA, "autocast_cuda", "AUTOCAST_CUDA", 0, 0},
 };
 
 static const char *param_type(disp_ctype t) {
@@ -169,6 +178,139 @@ static void call_args(FILE *f, const disp_schema *s, const disp_signature *sig) 
   for (int i = 0; i < sig->nrets; i++) fprintf(f, "%sout%d", first ? "" : ", ", i), first = 0;
 }
 
+/* The flags of device_check.h's disp__devices_check for decl d. */
+static unsigned dev_flags(int d) {
+  return (decls[d].kernels & DISP_K_CPU_SCALAR ? 1u : 0u) | (decls[d].kernels & DISP_K_CPU_SCALARS ? 2u : 0u);
+}
+
+static int is_written(const disp_schema *s, int i) { return s->args[i].alias && s->args[i].alias->is_write; }
+
+/* What the device check of kind j's kernel of decl d looks at: Tensor and
+ * Tensor? arguments (tensors), Tensor[] ones (lists), Device ones (devices).
+ * Tensors are checked when two could differ: two tensors, or a list. */
+typedef struct dev_plan {
+  int tensors, lists, devices, check_tensors;
+} dev_plan;
+
+static dev_plan plan_devices(int d, const disp_signature *sig, size_t j) {
+  dev_plan p = {0, 0, 0, 0};
+  for (int i = 0; i < sig->nargs; i++) {
+    if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR) p.tensors++;
+    else if (sig->args[i] == DISP_CT_TENSOR_LIST) p.lists++;
+    else if (sig->args[i] == DISP_CT_DEVICE) p.devices++;
+  }
+  p.check_tensors = kinds[j].checked == 2 && !(decls[d].kernels & DISP_K_ANY_DEVICE) && (p.tensors >= 2 || p.lists);
+  if (!kinds[j].checked) p.devices = 0;
+  return p;
+}
+
+/* The registered function of kind j's kernel of decl d: the kernel itself,
+ * or its device-checking wrapper. */
+static void kernel_fn(char *buf, size_t n, int d, const disp_signature *sig, size_t j) {
+  dev_plan p = plan_devices(d, sig, j);
+  snprintf(buf, n, "%s_%s_%s", p.check_tensors || p.devices ? "devchk" : "disp_", kinds[j].part, decls[d].id);
+}
+
+/* "  return NAME(ks, a, b, out0);\n" */
+static void emit_return_call(FILE *c, const char *name, const disp_schema *s, const disp_signature *sig, int with_ks) {
+  char nm[64];
+  fprintf(c, "  return %s(%s", name, with_ks ? "ks" : "");
+  for (int i = 0; i < sig->nargs; i++) {
+    arg_name(nm, sizeof nm, s->args[i].name);
+    fprintf(c, "%s%s", i || with_ks ? ", " : "", nm);
+  }
+  for (int i = 0; i < sig->nrets; i++) fprintf(c, "%sout%d", i || sig->nargs || with_ks ? ", " : "", i);
+  fprintf(c, ");\n");
+}
+
+/* The full rule, out of the hot path: the tensors in TensorIterator's
+ * order (written ones first) and the lists, then the kernel. */
+static void emit_slow_check(FILE *c, int d, const disp_schema *s, const disp_signature *sig, size_t j, dev_plan p,
+                            const char *kernel) {
+  char nm[64];
+  int nout = 0;
+  fprintf(c, "__attribute__((cold, noinline)) static disp_status devslow_%s_%s(", kinds[j].part, decls[d].id);
+  params(c, s, sig, 1, kinds[j].with_ks);
+  fprintf(c, ") {\n  const disp_tensor *dv[%d + 1] = {", p.tensors);
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < sig->nargs; i++) {
+      if ((sig->args[i] != DISP_CT_TENSOR && sig->args[i] != DISP_CT_OPT_TENSOR) || is_written(s, i) != !pass) continue;
+      arg_name(nm, sizeof nm, s->args[i].name);
+      fprintf(c, "%s, ", nm);
+      nout += !pass;
+    }
+  fprintf(c, "NULL};\n");
+  if (p.lists) {
+    fprintf(c, "  const disp_tensor_list dl[%d] = {", p.lists);
+    for (int i = 0; i < sig->nargs; i++) {
+      if (sig->args[i] != DISP_CT_TENSOR_LIST) continue;
+      arg_name(nm, sizeof nm, s->args[i].name);
+      fprintf(c, "%s, ", nm);
+    }
+    fprintf(c, "};\n");
+  }
+  fprintf(c, "  disp_status st = disp__devices_check(dv, %d, %d, %s, %d, %uu);\n  if (st != DISP_OK) return st;\n",
+          p.tensors, nout, p.lists ? "dl" : "NULL", p.lists, dev_flags(d));
+  emit_return_call(c, kernel, s, sig, kinds[j].with_ks);
+  fprintf(c, "}\n\n");
+}
+
+/* The device-checking wrapper of kind j's kernel of decl d: the Device
+ * arguments; then a compare per tensor against the first Tensor (the fast
+ * path, ending in a tail call of the kernel), the full rule only when one
+ * differs or a list is involved. */
+static void emit_device_wrapper(FILE *c, int d, const disp_schema *s, const disp_signature *sig, size_t j) {
+  dev_plan p = plan_devices(d, sig, j);
+  if (!p.check_tensors && !p.devices) return;
+  char nm[64], ref[64] = "", kernel[128], slow[128];
+  snprintf(kernel, sizeof kernel, "disp__%s_%s", kinds[j].part, decls[d].id);
+  snprintf(slow, sizeof slow, "devslow_%s_%s", kinds[j].part, decls[d].id);
+  if (p.check_tensors) emit_slow_check(c, d, s, sig, j, p, kernel);
+  fprintf(c, "static disp_status devchk_%s_%s(", kinds[j].part, decls[d].id);
+  params(c, s, sig, 1, kinds[j].with_ks);
+  fprintf(c, ") {\n");
+  for (int i = 0; i < sig->nargs; i++) {
+    if (sig->args[i] != DISP_CT_DEVICE) continue;
+    arg_name(nm, sizeof nm, s->args[i].name);
+    fprintf(c, "  if (%s.has_value && disp__device_arg_check(%s) != DISP_OK) return DISP_ERR_INVALID_ARG;\n", nm, nm);
+  }
+  for (int i = 0; i < sig->nargs && !ref[0]; i++)
+    if (sig->args[i] == DISP_CT_TENSOR) arg_name(ref, sizeof ref, s->args[i].name);
+  if (p.check_tensors && (!ref[0] || p.lists)) {
+    emit_return_call(c, slow, s, sig, kinds[j].with_ks);
+    fprintf(c, "}\n\n");
+    return;
+  }
+  if (p.check_tensors) {
+    fprintf(c, "  if (__builtin_expect(0");
+    for (int i = 0; i < sig->nargs; i++) {
+      if (sig->args[i] != DISP_CT_TENSOR && sig->args[i] != DISP_CT_OPT_TENSOR) continue;
+      arg_name(nm, sizeof nm, s->args[i].name);
+      if (strcmp(nm, ref)) fprintf(c, " || disp__device_differs(%s, %s)", ref, nm);
+    }
+    fprintf(c, ", 0))\n  ");
+    emit_return_call(c, slow, s, sig, kinds[j].with_ks);
+  }
+  emit_return_call(c, kernel, s, sig, kinds[j].with_ks);
+  fprintf(c, "}\n\n");
+}
+
+/* Note [NULL arguments] for a typed entry: a NULL Tensor or Storage, a NULL
+ * element of a Tensor[] or a NULL out-pointer is refused, naming the
+ * header's parameter; a NULL Tensor? (or element of a Tensor?[]) is None. */
+static void emit_null_checks(FILE *c, const char *id, const disp_schema *s, const disp_signature *sig) {
+  char nm[64];
+  for (int i = 0; i < sig->nargs; i++) {
+    arg_name(nm, sizeof nm, s->args[i].name);
+    if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_STORAGE)
+      fprintf(c, "  if (!%s) return disp__null_arg(\"disp_aten_%s\", \"%s\");\n", nm, id, nm);
+    else if (sig->args[i] == DISP_CT_TENSOR_LIST && s->args[i].type->elems[0]->kind == DISP_TYPE_TENSOR)
+      fprintf(c, "  if (null_in_list(\"disp_aten_%s\", \"%s\", %s)) return DISP_ERR_INVALID_ARG;\n", id, nm, nm);
+  }
+  for (int i = 0; i < sig->nrets; i++)
+    fprintf(c, "  if (!out%d) return disp__null_arg(\"disp_aten_%s\", \"out%d\");\n", i, id, i);
+}
+
 /* Opens OUTDIR/name for writing; NULL (with the reason printed) on failure. */
 static FILE *open_output(const char *dir, const char *name) {
   char path[4096];
@@ -249,7 +391,14 @@ int main(int argc, char **argv) {
   if (!c) return 1;
   fprintf(c, "/* Generated by tools/gen_aten.c from src/kernels/aten_ops.def. Do not edit. */\n"
              "#include <disp.h>\n#include \"disp/aten.h\"\n#include \"aten_kernels.h\"\n"
-             "#include \"aten_internal.h\"\n#include \"error_internal.h\"\n#include \"signature_internal.h\"\n#include \"stack_internal.h\"\n\n"
+             "#include \"aten_internal.h\"\n#include \"argcheck_internal.h\"\n#include \"device_check.h\"\n"
+             "#include \"error_internal.h\"\n#include \"signature_internal.h\"\n#include \"stack_internal.h\"\n\n"
+             "/* A NULL array with elements, or a NULL element: refused (Note [NULL arguments]). */\n"
+             "static int null_in_list(const char *fn, const char *arg, disp_tensor_list l) {\n"
+             "  if (l.len && !l.data) return disp__null_arg(fn, arg), 1;\n"
+             "  for (size_t i = 0; i < l.len; i++)\n"
+             "    if (!l.data[i]) return disp__fail(DISP_ERR_INVALID_ARG, \"%%s: %%s[%%zu] is NULL\", fn, arg, i), 1;\n"
+             "  return 0;\n}\n\n"
              "enum {\n");
   for (int d = 0; d < NDECLS; d++) fprintf(c, "  ATEN_%s,\n", decls[d].id);
   fprintf(c, "  ATEN_COUNT\n};\n\nstatic const char *const aten_names[ATEN_COUNT] = {\n");
@@ -272,7 +421,9 @@ int main(int argc, char **argv) {
     /* typed entry point */
     fprintf(c, "disp_status disp_aten_%s(", id);
     params(c, s, sig, 1, 0);
-    fprintf(c, ") {\n  const disp_op *op = aten_op(ATEN_%s);\n  if (!op) return DISP_ERR_OP_NOT_FOUND;\n"
+    fprintf(c, ") {\n");
+    emit_null_checks(c, id, s, sig);
+    fprintf(c, "  const disp_op *op = aten_op(ATEN_%s);\n  if (!op) return DISP_ERR_OP_NOT_FOUND;\n"
                "  disp_keyset keys = {0};\n", id);
     for (int i = 0; i < sig->nargs; i++) {
       char nm[64];
@@ -394,6 +545,10 @@ int main(int argc, char **argv) {
     fprintf(c, "  return st;\n}\n\n");
   }
 
+  for (int d = 0; d < NDECLS; d++)
+    for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++)
+      if (decls[d].kernels & kinds[j].flag) emit_device_wrapper(c, d, schemas[d], sigs[d], j);
+
   /* registration */
   fprintf(c, "DISP_LIBRARY(aten, m) {\n");
   for (int d = 0; d < NDECLS; d++)
@@ -407,9 +562,10 @@ int main(int argc, char **argv) {
     fprintf(c, "DISP_LIBRARY_IMPL(aten, %s, m) {\n", kinds[j].key);
     for (int d = 0; d < NDECLS; d++) {
       if (!(decls[d].kernels & kinds[j].flag)) continue;
-      fprintf(c, "  if (disp__%s_%s)\n    disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(disp__%s_%s), %s), NULL);\n",
-              kinds[j].part, decls[d].id, schemas[d]->qualified, kinds[j].part, decls[d].id,
-              kinds[j].with_ks ? "DISP_KERNEL_WITH_KEYSET" : "0");
+      char fn[160];
+      kernel_fn(fn, sizeof fn, d, sigs[d], j);
+      fprintf(c, "  if (disp__%s_%s)\n    disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(%s), %s), NULL);\n",
+              kinds[j].part, decls[d].id, schemas[d]->qualified, fn, kinds[j].with_ks ? "DISP_KERNEL_WITH_KEYSET" : "0");
     }
     fprintf(c, "}\n\n");
   }

@@ -18,7 +18,8 @@
 #include <uthash.h>
 
 #include "argcheck_internal.h"
-#include "aten_internal.h"
+#include "disp.h"
+#include "library_internal.h"
 #include "disp/autocast.h"
 
 /* Device types with an Autocast key, as indices into the per-thread dtypes. */
@@ -185,13 +186,13 @@ disp_tls_state disp_autocast_exclude_push(disp_backend device_type) {
 /* 1.13's is_autocast_eligible: on the device type (CUDA also takes XLA)
  * and floating point, float64 included - promote_type looks at those. */
 static int on_device_floating(const disp_tensor *t, disp_backend device_type) {
-  if (!t || !disp_dtype_is_floating(t->dtype)) return 0;
-  disp_backend b = t->device.type;
+  if (!t || !disp_dtype_is_floating(disp_tensor_dtype(t))) return 0;
+  disp_backend b = disp_tensor_device(t).type;
   return b == device_type || (device_type == DISP_BACKEND_CUDA && b == DISP_BACKEND_XLA);
 }
 
 int disp_autocast_is_eligible(const disp_tensor *t, disp_backend device_type) {
-  return slot_of(device_type) >= 0 && on_device_floating(t, device_type) && t->dtype != DISP_DTYPE_FLOAT64;
+  return slot_of(device_type) >= 0 && on_device_floating(t, device_type) && disp_tensor_dtype(t) != DISP_DTYPE_FLOAT64;
 }
 
 disp_status disp_autocast_promote_type(disp_dtype current, disp_backend device_type, disp_tensor *const *tensors,
@@ -205,7 +206,7 @@ disp_status disp_autocast_promote_type(disp_dtype current, disp_backend device_t
     if (current == DISP_DTYPE_FLOAT64)
       return disp_set_error(DISP_ERR_INVALID_ARG, "promote type is double in at::autocast::prioritize");
     if (!on_device_floating(tensors[k], device_type)) continue;
-    disp_dtype next = tensors[k]->dtype;
+    disp_dtype next = disp_tensor_dtype(tensors[k]);
     if (next == DISP_DTYPE_FLOAT64) continue; /* double tensors are left alone */
     if (current == DISP_DTYPE_FLOAT32 || next == DISP_DTYPE_FLOAT32) current = DISP_DTYPE_FLOAT32;
     else if (current != lower || next != lower)
@@ -311,17 +312,18 @@ disp_status disp_autocast_cached_cast(disp_dtype to, disp_tensor *t, disp_backen
   *out = NULL;
   int i = slot_of(device_type);
   if (i < 0) return no_autocast("disp_autocast_cached_cast", device_type);
-  if (!disp__dtype_valid(to))
+  if ((int)to < 0 || (int)to >= DISP_DTYPE_COUNT)
     return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_cached_cast: invalid dtype %d", (int)to);
   if (!t) return DISP_OK;
-  if (!disp_autocast_is_eligible(t, device_type) || t->dtype == to) {
+  if (!disp_autocast_is_eligible(t, device_type) || disp_tensor_dtype(t) == to) {
     *out = disp_tensor_retain(t);
     return DISP_OK;
   }
   /* Apex's heuristic, as 1.13: cache lower-precision casts of float32 model
    * weights (leaves that require grad); only inside a region, because only
    * leaving the outermost region empties the cache. */
-  int cacheable = to == tls_dtype[i] && t->dtype == DISP_DTYPE_FLOAT32 && t->requires_grad && is_leaf(t) &&
+  int cacheable = to == tls_dtype[i] && disp_tensor_dtype(t) == DISP_DTYPE_FLOAT32 &&
+                  disp_tensor_requires_grad(t) && is_leaf(t) &&
                   !tls_cache_disabled && tls_nesting > 0;
   cache_key k;
   memset(&k, 0, sizeof k); /* the key is hashed bytewise, padding included */

@@ -22,7 +22,7 @@
  */
 #include <stdlib.h>
 
-#include "aten_internal.h"
+#include "disp.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
 #include "disp/autocast.h"

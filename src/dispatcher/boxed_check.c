@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "disp/tensor.h"
+#include "tensor/tensor_ref_internal.h"
 #include "error_internal.h"
 #include "registry_internal.h"
 #include "boxed_check_internal.h"

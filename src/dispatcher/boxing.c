@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disp/tensor.h"
+#include "tensor/tensor_ref_internal.h"
 #include "error_internal.h"
 #include "signature_internal.h"
 
@@ -269,8 +269,6 @@ disp_keyset disp__cvalue_keys(disp_ctype t, const disp_cvalue *v) {
   return ks;
 }
 
-disp_status disp__push_returns(disp_stack *stack, disp_status st, disp_cvalue *rets,
-                               const disp_ctype *types, int n);
 disp_status disp__push_returns(disp_stack *stack, disp_status st, disp_cvalue *rets,
                                const disp_ctype *types, int n) {
   for (int i = 0; i < n; i++) {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "disp/guard.h"
-#include "disp/tensor.h"
+#include "tensor/tensor_ref_internal.h"
 #include "argcheck_internal.h"
 #include "boxed_check_internal.h"
 #include "error_internal.h"
@@ -374,7 +374,7 @@ disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
     const disp_value *v = &args[i];
     if (sig->args[i] != DISP_CT_TENSOR || v->tag != DISP_VALUE_TENSOR || !v->u.tensor)
       return call_boxed_slow(op, stack);
-    keys.repr |= disp_tensor_keys(v->u.tensor).repr;
+    keys.repr |= disp__tensor_head_keys(v->u.tensor).repr;
   }
   disp_dispatch d = pick(op, apply_tls(keys), 1);
   boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
@@ -722,10 +722,10 @@ static disp_status push_default(disp_stack *s, const disp_argument *a, disp_ctyp
       return disp_stack_push_int(s, v->i);
     case DISP_DEFAULT_STRING: return disp_stack_push_string(s, v->str);
     case DISP_DEFAULT_DEVICE: {
-      disp_device dev;
-      disp_status st = disp_device_parse(v->str, &dev);
+      int32_t type, index;
+      disp_status st = disp__device_parse_ids(v->str, &type, &index);
       if (st != DISP_OK) return st;
-      return disp_stack_push_device(s, (int32_t)dev.type, dev.index);
+      return disp_stack_push_device(s, type, index);
     }
     case DISP_DEFAULT_LIST: {
       size_t n = v->broadcast && a->n > 0 ? (size_t)a->n : v->num_items;

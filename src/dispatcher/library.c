@@ -20,6 +20,7 @@
 
 #include "argcheck_internal.h"
 #include "error_internal.h"
+#include "library_internal.h"
 #include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
@@ -212,7 +213,6 @@ disp_status disp_library_def(disp_library *lib, const char *schema, disp_registr
   return library_def(lib, schema, NULL, out);
 }
 
-disp_status disp__library_def_builtin(disp_library *lib, const char *schema, disp_fn adapter);
 disp_status disp__library_def_builtin(disp_library *lib, const char *schema, disp_fn adapter) {
   return library_def(lib, schema, adapter, NULL);
 }
@@ -223,7 +223,6 @@ enum { MAX_SHUTDOWN_HOOKS = 16 };
 static void (*g_shutdown_hooks[MAX_SHUTDOWN_HOOKS])(void);
 static int g_nshutdown_hooks;
 
-void disp__at_shutdown(void (*fn)(void));
 void disp__at_shutdown(void (*fn)(void)) {
   pthread_mutex_lock(&disp__registry.lock);
   int known = 0;
@@ -359,23 +358,6 @@ disp_status disp_registry_check(void) {
   return st;
 }
 
-static void free_op(disp_op *op) {
-  for (int k = 0; k < DISP_KEY_COUNT; k++) {
-    while (op->kernels[k]) {
-      disp_kernel_node *n = op->kernels[k];
-      op->kernels[k] = n->next;
-      disp__kernel_entry_free_at_shutdown(n->entry);
-      free(n);
-    }
-  }
-  disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
-  if (typed != real) free(typed);
-  free(real);
-  disp__typed_entries_free(op->closure);
-  free(op->name);
-  free(op);
-}
-
 void disp_shutdown(void) {
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1; /* freeing libraries must not start a drain */
@@ -396,50 +378,7 @@ void disp_shutdown(void) {
   pthread_mutex_lock(&disp__registry.lock);
   for (int h = 0; h < g_nshutdown_hooks; h++) g_shutdown_hooks[h]();
   g_nshutdown_hooks = 0;
-  disp_op *op, *tmp;
-  HASH_ITER(hh, disp__registry.ops, op, tmp) {
-    HASH_DEL(disp__registry.ops, op);
-    free_op(op);
-  }
-  for (int s = 0; s < DISP_NUM_RUNTIME_ENTRIES; s++) {
-    disp_fallback_slot *fb = &disp__registry.fallbacks[s];
-    /* A user fallback on an alias key fills several slots with one entry. */
-    if (fb->user) {
-      disp_kernel_entry *e = fb->user;
-      for (int t = s; t < DISP_NUM_RUNTIME_ENTRIES; t++)
-        if (disp__registry.fallbacks[t].user == e) disp__registry.fallbacks[t].user = NULL;
-      disp__kernel_entry_free_at_shutdown(e);
-    }
-    disp__kernel_entry_free_at_shutdown(fb->builtin);
-    memset(fb, 0, sizeof *fb);
-  }
-  disp_namespace_claim *c, *ctmp;
-  HASH_ITER(hh, disp__registry.namespaces, c, ctmp) {
-    HASH_DEL(disp__registry.namespaces, c);
-    free(c->ns);
-    free(c->debug);
-    free(c);
-  }
-  while (disp__registry.kept_entries) {
-    disp_kernel_entry *e = disp__registry.kept_entries;
-    disp__registry.kept_entries = e->kept_next;
-    disp__kernel_entry_free_at_shutdown(e);
-  }
-  disp__reclaim_all_at_shutdown();
-  while (disp__registry.retired_schemas) {
-    disp_retired_schema *r = disp__registry.retired_schemas;
-    disp__registry.retired_schemas = r->next;
-    disp_schema_free(r->schema);
-    disp__signature_free(r->sig);
-    free(r);
-  }
-  disp__kernel_entry_free_at_shutdown(disp__registry.ambiguous);
-  disp__registry.ambiguous = NULL;
-  disp__kernel_entry_free_at_shutdown(disp__registry.missing);
-  disp__registry.missing = NULL;
-  disp__kernel_entry_free_at_shutdown(disp__registry.traced);
-  disp__registry.traced = NULL;
-  disp__registry.initialized = 0;
+  disp__registry_teardown();
   g_generation++;
   disp__unlock(); /* runs the destroy callbacks, outside the lock */
 

@@ -586,3 +586,71 @@ void disp__registration_free(disp_registration *reg) {
   disp__signature_free(reg->sig);
   free(reg);
 }
+
+/* ---- teardown (disp_shutdown) ------------------------------------------- */
+
+static void free_op(disp_op *op) {
+  for (int k = 0; k < DISP_KEY_COUNT; k++) {
+    while (op->kernels[k]) {
+      disp_kernel_node *n = op->kernels[k];
+      op->kernels[k] = n->next;
+      disp__kernel_entry_free_at_shutdown(n->entry);
+      free(n);
+    }
+  }
+  disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
+  if (typed != real) free(typed);
+  free(real);
+  disp__typed_entries_free(op->closure);
+  free(op->name);
+  free(op);
+}
+
+/* Frees every operator, fallback, namespace claim and kept or retired entry,
+ * as disp_shutdown needs; destroy callbacks run at the caller's unlock. */
+void disp__registry_teardown(void) {
+  disp_op *op, *tmp;
+  HASH_ITER(hh, disp__registry.ops, op, tmp) {
+    HASH_DEL(disp__registry.ops, op);
+    free_op(op);
+  }
+  for (int s = 0; s < DISP_NUM_RUNTIME_ENTRIES; s++) {
+    disp_fallback_slot *fb = &disp__registry.fallbacks[s];
+    /* A user fallback on an alias key fills several slots with one entry. */
+    if (fb->user) {
+      disp_kernel_entry *e = fb->user;
+      for (int t = s; t < DISP_NUM_RUNTIME_ENTRIES; t++)
+        if (disp__registry.fallbacks[t].user == e) disp__registry.fallbacks[t].user = NULL;
+      disp__kernel_entry_free_at_shutdown(e);
+    }
+    disp__kernel_entry_free_at_shutdown(fb->builtin);
+    memset(fb, 0, sizeof *fb);
+  }
+  disp_namespace_claim *c, *ctmp;
+  HASH_ITER(hh, disp__registry.namespaces, c, ctmp) {
+    HASH_DEL(disp__registry.namespaces, c);
+    free(c->ns);
+    free(c->debug);
+    free(c);
+  }
+  while (disp__registry.kept_entries) {
+    disp_kernel_entry *e = disp__registry.kept_entries;
+    disp__registry.kept_entries = e->kept_next;
+    disp__kernel_entry_free_at_shutdown(e);
+  }
+  disp__reclaim_all_at_shutdown();
+  while (disp__registry.retired_schemas) {
+    disp_retired_schema *r = disp__registry.retired_schemas;
+    disp__registry.retired_schemas = r->next;
+    disp_schema_free(r->schema);
+    disp__signature_free(r->sig);
+    free(r);
+  }
+  disp__kernel_entry_free_at_shutdown(disp__registry.ambiguous);
+  disp__registry.ambiguous = NULL;
+  disp__kernel_entry_free_at_shutdown(disp__registry.missing);
+  disp__registry.missing = NULL;
+  disp__kernel_entry_free_at_shutdown(disp__registry.traced);
+  disp__registry.traced = NULL;
+  disp__registry.initialized = 0;
+}

@@ -236,6 +236,11 @@ void disp__kernel_entry_queue_destroy(disp_kernel_entry *e);
 /* As retire, but frees the memory now: disp_shutdown only. */
 void disp__kernel_entry_free_at_shutdown(disp_kernel_entry *e);
 
+/* Empties the registry for disp_shutdown: every operator, kernel, fallback,
+ * namespace claim and kept or retired entry is freed. The caller holds the
+ * registry lock (destroy callbacks run when it unlocks). */
+void disp__registry_teardown(void);
+
 /* Registration primitives used by library.c. */
 disp_status disp__register_def(const char *ns, const char *schema_text, const char *debug,
                                disp_fn adapter, disp_registration **out);

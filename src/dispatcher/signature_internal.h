@@ -120,6 +120,10 @@ void disp__cvalue_release_return(disp_ctype t, disp_cvalue *v);
 /* The key set of one argument (0 for arguments without keys). */
 disp_keyset disp__cvalue_keys(disp_ctype t, const disp_cvalue *v);
 disp_keyset disp__value_keys(const disp_value *v);
+/* After a generated adapter's call: pushes the returns (st == DISP_OK) or
+ * releases them (on error), and returns st. */
+disp_status disp__push_returns(disp_stack *stack, disp_status st, disp_cvalue *rets,
+                               const disp_ctype *types, int n);
 
 /* ---- libffi (ffi_bridge.c) --------------------------------------------- */
 

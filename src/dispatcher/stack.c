@@ -4,13 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disp/tensor.h"
+#include "tensor/tensor_ref_internal.h"
 #include "disp/value.h"
 #include "argcheck_internal.h"
 #include "error_internal.h"
 
 #include "stack_internal.h"
-#include "tensor/refcount_internal.h"
 
 const char *disp_value_tag_name(disp_value_tag tag) {
   switch (tag) {

@@ -9,6 +9,7 @@
 
 #include <disp.h>
 
+#include "library_internal.h"
 #include "signature_internal.h"
 #include "tensor/tensor_internal.h"
 
@@ -27,17 +28,5 @@ static inline disp_keyset disp__tensor_list_keys(disp_tensor_list l) {
  * on error the arguments are gone and the message names `op`. */
 typedef disp_status (*disp_boxed_adapter)(const disp_op *op, disp_fn fn, int with_ks, disp_keyset ks,
                                           disp_stack *stack);
-
-/* disp_library_def for built-in operators: also records the generated
- * adapter, so boxed calls of their unboxed kernels never need libffi. */
-disp_status disp__library_def_builtin(disp_library *lib, const char *schema, disp_fn adapter);
-
-/* After an adapter's call: pushes the returns (st == DISP_OK) or releases
- * them (on error), and returns st. */
-disp_status disp__push_returns(disp_stack *stack, disp_status st, disp_cvalue *rets,
-                               const disp_ctype *types, int n);
-
-/* Runs `fn` once at the next disp_shutdown (for caches of op handles). */
-void disp__at_shutdown(void (*fn)(void));
 
 #endif

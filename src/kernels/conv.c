@@ -25,7 +25,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 #include "gemm.h"
 #include "tensor/checked_math_internal.h"
 

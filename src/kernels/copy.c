@@ -14,7 +14,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 #include "elementwise_copy.h"
 #include "strbuf_internal.h"
 #include "tensor/checked_math_internal.h"

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "aten_internal.h"
-#include "dtype_cast.h"
 #include "tensor/checked_math_internal.h"
+#include "tensor/dtype_cast.h"
 
 /* ---- element loads: every source type to its natural C value ----------- */
 

@@ -11,7 +11,7 @@
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 #include "gemm.h"
 #include "tensor_iter.h"
 

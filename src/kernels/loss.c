@@ -10,7 +10,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 #include "tensor_iter.h"
 
 enum { RED_NONE, RED_MEAN, RED_SUM };

@@ -15,7 +15,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 #include "tensor_iter.h"
 
 typedef struct red_ctx { disp_dtype in; } red_ctx;

@@ -14,7 +14,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 #include "tensor_iter.h"
 
 typedef struct rows { int64_t outer, len, inner; } rows;

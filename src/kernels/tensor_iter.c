@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 
 /* ---- geometry ------------------------------------------------------------ */
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "aten_internal.h"
-#include "dtype_cast.h"
+#include "tensor/dtype_cast.h"
 
 #define DISP_TITER_MAX_OPS 5
 #define DISP_TITER_MAX_DIMS DISP_TENSOR_MAX_DIMS

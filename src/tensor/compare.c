@@ -6,7 +6,7 @@
 
 #include "disp/tensor_util.h"
 #include "error_internal.h"
-#include "kernels/dtype_cast.h"
+#include "dtype_cast.h"
 #include "tensor_internal.h"
 
 static int close_enough(const char *pa, disp_dtype da, const char *pb, disp_dtype db, double rtol, double atol,

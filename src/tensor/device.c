@@ -157,3 +157,12 @@ disp_status disp_device_parse(const char *str, disp_device *out) {
   *out = dev;
   return DISP_OK;
 }
+
+disp_status disp__device_parse_ids(const char *str, int32_t *type, int32_t *index) {
+  disp_device d;
+  disp_status st = disp_device_parse(str, &d);
+  if (st != DISP_OK) return st;
+  *type = (int32_t)d.type;
+  *index = d.index;
+  return DISP_OK;
+}

@@ -10,7 +10,7 @@
 
 #include "disp/tensor_util.h"
 #include "error_internal.h"
-#include "kernels/dtype_cast.h"
+#include "dtype_cast.h"
 #include "strbuf_internal.h"
 #include "tensor_internal.h"
 

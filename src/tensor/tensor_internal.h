@@ -79,14 +79,14 @@ void disp__version_counter_release(disp_version_counter *vc); /* NULL ok */
 
 /* ---- tensor ------------------------------------------------------------ */
 
-#include "refcount_internal.h"
+#include "tensor_ref_internal.h"
 
 /* Dims stored inside the tensor; more go to one heap block (sizes|strides). */
 #define DISP__TENSOR_INLINE_DIMS 6
 
 struct disp_tensor {
   /* First, by contract: disp_tensor_keys() in disp/tensor.h reads the key
-   * set inline (Note [The hot path]), refcount_internal.h the count. */
+   * set inline (Note [The hot path]), tensor_ref_internal.h the count. */
   disp_keyset keyset;
   atomic_size_t refs;
   disp_storage *storage;   /* owned reference; NULL for opaque tensors */
@@ -158,4 +158,4 @@ void disp__tensor_set_autograd_meta(disp_tensor *t, void *meta, void (*destroy)(
 #endif /* DISP_TENSOR_INTERNAL_H */
 
 _Static_assert(offsetof(struct disp_tensor, refs) == offsetof(disp__tensor_head, refs),
-               "refcount_internal.h reads the count at this offset");
+               "tensor_ref_internal.h reads the count at this offset");
