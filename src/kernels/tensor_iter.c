@@ -508,7 +508,11 @@ disp_dtype disp__result_type2(disp_tensor *a, disp_tensor *b) {
 
 void disp__consts_set(disp_titer_consts *c, int k, disp_scalar v) {
   c->d[k] = disp_scalar_to_double(v);
-  c->i[k] = v.kind == DISP_SCALAR_INT ? v.v.i : v.kind == DISP_SCALAR_BOOL ? (int64_t)v.v.b : (int64_t)v.v.d;
+  /* A double past int64 (or nan) has no int64 value: C leaves the
+   * conversion undefined, x86's gives INT64_MIN; only integer loops read it. */
+  double d = v.v.d;
+  int64_t di = d > -9223372036854775808.0 && d < 9223372036854775808.0 ? (int64_t)d : INT64_MIN;
+  c->i[k] = v.kind == DISP_SCALAR_INT ? v.v.i : v.kind == DISP_SCALAR_BOOL ? (int64_t)v.v.b : di;
 }
 
 /* ---- reductions ---------------------------------------------------------- */

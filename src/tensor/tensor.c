@@ -16,6 +16,7 @@
 #include "disp/guard.h"
 #include "error_internal.h"
 #include "strbuf_internal.h"
+#include "checked_math_internal.h"
 #include "objcache.h"
 #include "tensor_internal.h"
 
@@ -66,9 +67,12 @@ void disp__tensor_contiguous_strides(const int64_t *sizes, int ndim, int64_t *ou
 
 disp_status disp__tensor_check_shape(const char *op, const int64_t *sizes, const int64_t *strides,
                                      int ndim, int64_t *numel) {
-  if (ndim < 0 || ndim > DISP_TENSOR_MAX_DIMS)
+  if (ndim < 0)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s: the number of dimensions must be between 0 and %d, got %d",
                       op, DISP_TENSOR_MAX_DIMS, ndim);
+  int checked_ndim;
+  disp_status st = disp__check_ndim(op, (size_t)ndim, &checked_ndim);
+  if (st != DISP_OK) return st;
   if (ndim > 0 && !sizes) return disp__fail(DISP_ERR_INVALID_ARG, "%s: sizes is NULL", op);
   for (int d = 0; d < ndim; d++) {
     if (sizes[d] < 0) {
@@ -88,7 +92,10 @@ disp_status disp__tensor_check_shape(const char *op, const int64_t *sizes, const
     }
   }
   /* The count must fit int64 even when a later size is 0: PyTorch checks
-   * the full product too, and the storage size of a resize would overflow. */
+   * the full product too, and the storage size of a resize would overflow.
+   * A contiguous allocation fails as 1.13's computeStorageNbytesContiguous
+   * does; with strides given the storage size was already checked, and the
+   * count fails as 1.13's TensorImpl::safe_compute_numel does. */
   int64_t n = 1;
   int zero = 0;
   for (int d = 0; d < ndim; d++) {
@@ -96,7 +103,10 @@ disp_status disp__tensor_check_shape(const char *op, const int64_t *sizes, const
       zero = 1;
       continue;
     }
-    if (__builtin_mul_overflow(n, sizes[d], &n)) return fail_overflow(sizes, NULL, ndim);
+    if (disp__mul_i64(n, sizes[d], &n)) {
+      if (strides) return disp__fail(DISP_ERR_INVALID_ARG, "numel: integer multiplication overflow");
+      return fail_overflow(sizes, NULL, ndim);
+    }
   }
   if (numel) *numel = zero ? 0 : n;
   return DISP_OK;
@@ -113,16 +123,15 @@ disp_status disp__tensor_storage_nbytes(const int64_t *sizes, const int64_t *str
       return DISP_OK;
     }
   }
-  uint64_t elems = 1, term;
+  /* Sizes, strides and the offset are non-negative (checked), so every
+   * term is exact in int64 or the total does not fit. */
+  int64_t elems = 1, term, bytes;
   for (int d = 0; d < ndim; d++) {
-    if (__builtin_mul_overflow((uint64_t)(sizes[d] - 1), (uint64_t)strides[d], &term) ||
-        __builtin_add_overflow(elems, term, &elems))
+    if (disp__mul_i64(sizes[d] - 1, strides[d], &term) || disp__add_i64(elems, term, &elems))
       return fail_overflow(sizes, strides, ndim);
   }
-  uint64_t bytes;
-  if (__builtin_add_overflow(elems, (uint64_t)offset, &elems) ||
-      __builtin_mul_overflow(elems, (uint64_t)itemsize, &bytes) || bytes > (uint64_t)INT64_MAX ||
-      bytes > (uint64_t)SIZE_MAX)
+  if (disp__add_i64(elems, offset, &elems) || itemsize > (size_t)INT64_MAX ||
+      disp__mul_i64(elems, (int64_t)itemsize, &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX)
     return fail_overflow(sizes, strides, ndim);
   *out = (size_t)bytes;
   return DISP_OK;
@@ -135,7 +144,8 @@ static int compute_contiguous(const int64_t *sizes, const int64_t *strides, int 
   for (int d = ndim - 1; d >= 0; d--) {
     if (sizes[d] == 1) continue; /* any stride is fine for a size-1 dim */
     if (strides[d] != expected) return 0;
-    expected *= sizes[d];
+    /* past INT64_MAX no stride can match: the tensor is not contiguous */
+    if (disp__mul_i64(expected, sizes[d], &expected)) return 0;
   }
   return 1;
 }
