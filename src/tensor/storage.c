@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "objcache.h"
 #include "tensor_internal.h"
 
@@ -44,6 +44,7 @@ static disp_storage *storage_struct(size_t nbytes, disp_device dev) {
 }
 
 disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out) {
+  DISP_REFUSE_NULL(out);
   disp_status s = disp_device_validate(dev);
   if (s != DISP_OK) return s;
   disp_allocator a;
@@ -66,6 +67,10 @@ disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out)
 disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device dev,
                                        void (*release)(void *data, void *ctx), void *ctx,
                                        disp_storage **out) {
+  /* A length without memory would be read by the first kernel; Meta keeps
+   * no memory by design, so only its length matters. */
+  if (nbytes > 0 && dev.type != DISP_BACKEND_META) DISP_REFUSE_NULL(data);
+  DISP_REFUSE_NULL(out);
   disp_status s = disp_device_validate(dev);
   if (s != DISP_OK) return s;
   disp_storage *st = storage_struct(nbytes, dev);
@@ -78,6 +83,7 @@ disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device de
 }
 
 disp_storage *disp_storage_retain(disp_storage *st) {
+  if (!st) return NULL;
   atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
   return st;
 }
@@ -99,13 +105,19 @@ void disp_storage_release(disp_storage *st) {
   disp__cache_put(DISP__CACHE_STORAGE, st);
 }
 
-void *disp_storage_data(const disp_storage *st) { return st->data; }
-size_t disp_storage_nbytes(const disp_storage *st) { return st->nbytes; }
-disp_device disp_storage_device(const disp_storage *st) { return st->device; }
-int disp_storage_resizable(const disp_storage *st) { return st->resizable; }
+/* Note [NULL arguments]: a NULL storage reads as none (0, no device). */
+void *disp_storage_data(const disp_storage *st) {
+  DISP_REFUSE_NULL_PTR(st);
+  return st->data;
+}
+
+size_t disp_storage_nbytes(const disp_storage *st) { return st ? st->nbytes : 0; }
+int disp_storage_resizable(const disp_storage *st) { return st && st->resizable; }
+
+disp_device disp_storage_device(const disp_storage *st) { return st ? st->device : disp__no_device(); }
 
 size_t disp_storage_refcount(const disp_storage *st) {
-  return atomic_load_explicit(&st->refs, memory_order_relaxed);
+  return st ? atomic_load_explicit(&st->refs, memory_order_relaxed) : 0;
 }
 
 disp_status disp__storage_resize(disp_storage *st, size_t nbytes) {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "disp/guard.h"
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "strbuf_internal.h"
 #include "checked_math_internal.h"
 #include "objcache.h"
@@ -362,15 +362,24 @@ static disp_status empty_impl(const char *op, const int64_t *sizes, const int64_
   return s;
 }
 
+/* Note [NULL arguments]: an array may be NULL only when its count is 0. */
+#define REFUSE_NULL_ARRAY(arg, count) \
+  do {                                \
+    if ((count) > 0) DISP_REFUSE_NULL(arg); \
+  } while (0)
+
 disp_status disp_tensor_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp_device dev,
                               disp_tensor **out) {
+  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   return empty_impl("empty", sizes, NULL, ndim, dt, dev, out);
 }
 
 disp_status disp_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
                                       disp_dtype dt, disp_device dev, disp_tensor **out) {
-  if (ndim > 0 && !strides)
-    return disp__fail(DISP_ERR_INVALID_ARG, "empty_strided: strides is NULL");
+  REFUSE_NULL_ARRAY(sizes, ndim);
+  REFUSE_NULL_ARRAY(strides, ndim);
+  DISP_REFUSE_NULL(out);
   return empty_impl("empty_strided", sizes, strides, ndim, dt, dev, out);
 }
 
@@ -378,7 +387,9 @@ disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const
                                          const int64_t *strides, int ndim, disp_dtype dt,
                                          disp_keyset keys, disp_tensor **out) {
   const char *op = "new_with_storage";
-  if (!st) return disp__fail(DISP_ERR_INVALID_ARG, "%s: storage is NULL", op);
+  DISP_REFUSE_NULL(st);
+  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
   if (s == DISP_OK) s = check_bounds(st, offset, sizes, strides, ndim, dt);
@@ -390,7 +401,9 @@ disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const
 disp_status disp_tensor_new_view(disp_tensor *base, const int64_t *sizes, const int64_t *strides,
                                  int ndim, int64_t offset, disp_tensor **out) {
   const char *op = "new_view";
-  if (!base) return disp__fail(DISP_ERR_INVALID_ARG, "%s: base is NULL", op);
+  DISP_REFUSE_NULL(base);
+  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   if (!base->storage)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s: cannot view a tensor without storage (opaque tensor)", op);
   disp_status s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
@@ -409,6 +422,8 @@ disp_status disp_tensor_new_opaque(const int64_t *sizes, int ndim, disp_dtype dt
                                    disp_layout layout, disp_device dev, void *handle,
                                    void (*release)(void *handle), disp_tensor **out) {
   const char *op = "new_opaque";
+  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK && ((int)layout < 0 || layout >= DISP_LAYOUT_COUNT))
     s = disp__fail(DISP_ERR_INVALID_ARG, "%s: invalid layout %d", op, (int)layout);
@@ -439,6 +454,7 @@ disp_status disp_tensor_new_opaque(const int64_t *sizes, int ndim, disp_dtype dt
 }
 
 disp_tensor *disp_tensor_retain(disp_tensor *t) {
+  if (!t) return NULL;
   atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
   return t;
 }
@@ -459,7 +475,7 @@ void disp__tensor_free_last(disp_tensor *t) {
 }
 
 size_t disp_tensor_refcount(const disp_tensor *t) {
-  return atomic_load_explicit(&t->refs, memory_order_relaxed);
+  return t ? atomic_load_explicit(&t->refs, memory_order_relaxed) : 0;
 }
 
 /* ---- autograd slot ----------------------------------------------------- */

@@ -1,6 +1,7 @@
 /*
  * argcheck_internal.h - status.h's Note [NULL arguments] in one place, so
- * every refusal reads the same: "<function>: <argument> is NULL".
+ * every refusal reads the same: "<function>: <argument> is NULL". In base,
+ * next to the error helpers, because every module's public functions use it.
  *
  * The argument's name is the macro argument as written, so write the
  * parameter as the header spells it: tests/test_null_args.c checks that the
