@@ -449,8 +449,14 @@ static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, dis
   return st;
 }
 
-static disp_status read_va(const disp_signature *sig, va_list *ap, disp_cvalue *args, void **outs,
-                           disp_keyset *keys) {
+/* How a call with C arguments picks its kernel. */
+typedef enum { VA_CALL, VA_REDISPATCH, VA_GIVEN } va_mode;
+
+/* Reads the C arguments and the out-pointers; a NULL out-pointer is refused
+ * by Note [NULL arguments], naming the public function the caller called. */
+static disp_status read_va(const disp_op *op, va_mode mode, const disp_signature *sig, va_list *ap,
+                           disp_cvalue *args, void **outs, disp_keyset *keys) {
+  static const char *const fn[] = {"disp_call", "disp_redispatch", "disp_call_kernel"};
   keys->repr = 0;
   for (int i = 0; i < sig->nargs; i++) {
     disp__cvalue_from_va(sig->args[i], ap, &args[i]);
@@ -458,7 +464,9 @@ static disp_status read_va(const disp_signature *sig, va_list *ap, disp_cvalue *
   }
   for (int i = 0; i < sig->nrets; i++) {
     outs[i] = va_arg(*ap, void *);
-    if (!outs[i]) return DISP_ERR_INVALID_ARG;
+    if (!outs[i])
+      return disp__fail(DISP_ERR_INVALID_ARG, "%s: out is NULL (the out-pointer for return %d of %s)",
+                        fn[mode], i, op->name);
   }
   return DISP_OK;
 }
@@ -472,9 +480,6 @@ static disp_status usable(const disp_op *op, const disp_signature **sig) {
   return DISP_OK;
 }
 
-/* How a call with C arguments picks its kernel. */
-typedef enum { VA_CALL, VA_REDISPATCH, VA_GIVEN } va_mode;
-
 /* The body of disp_call, disp_redispatch and disp_call_kernel: read the C
  * arguments, find the kernel (unless given), run it. */
 static disp_status call_va(const disp_op *op, va_mode mode, disp_dispatch d, va_list *ap) {
@@ -484,8 +489,7 @@ static disp_status call_va(const disp_op *op, va_mode mode, disp_dispatch d, va_
   disp_cvalue args[DISP_MAX_ARGS];
   void *outs[DISP_MAX_RETS];
   disp_keyset keys;
-  if ((st = read_va(sig, ap, args, outs, &keys)) != DISP_OK)
-    return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
+  if ((st = read_va(op, mode, sig, ap, args, outs, &keys)) != DISP_OK) return st;
   if (mode == VA_GIVEN) return run_cvalues(op, sig, d, args, outs);
   uint64_t seq = disp__error_seq;
   d = mode == VA_CALL ? pick(op, apply_tls(keys), 1) : pick(op, d.ks, 0);
