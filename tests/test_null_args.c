@@ -17,7 +17,7 @@
  *
  *   test_null_args            runs every case
  *   test_null_args NAME       only the cases of function NAME
- *   test_null_args -v         also lists passing and skipped cases
+ *   test_null_args -v         also lists passing cases
  */
 #include <errno.h>
 #include <signal.h>
@@ -69,87 +69,6 @@ static const null_param documented_nullable[] = {
     {"disp_tensor_new_opaque", "release", "tensor.h: release may be NULL"},
     {"disp_tensor_new_with_storage", "strides", "tensor.h: NULL means contiguous"},
     {"disp_tensor_new_view", "strides", "tensor.h: NULL means contiguous"},
-};
-
-/*
- * TEMPORARY SKIP LIST - delete it (and this comment) once the branches that
- * add the remaining NULL checks are merged: the tensor side (src/tensor,
- * src/kernels, tools/gen_aten.c: disp_tensor_*, disp_storage_*, disp_dtype_*,
- * disp_device_*, promotion.h, disp_aten_*) and the boxed call path (call.c's
- * C-argument reader). Listed cases still run, each in its own child, and
- * count as expected failures; one that passes is reported ("now passes:
- * remove it"). One line per case: function, parameter, what happens today.
- * A trailing '*' in the function and a "*" parameter match a family.
- */
-static const null_param temporary_skip[] = {
-    /* boxed call path: refused, but worded "aten::add.Tensor: an out-pointer
-     * for a return is NULL" (names neither disp_call nor the argument) */
-    {"disp_call", "out", "boxed side: wording of read_va's refusal"},
-    /* tensor side, one line per case */
-    {"disp_promote_types", "out", "crashes"},
-    {"disp_result_type", "tensors", "crashes"},
-    {"disp_result_type", "scalars", "crashes"},
-    {"disp_result_type", "out", "crashes"},
-    {"disp_dtype_parse", "out", "crashes"},
-    {"disp_device_rename_privateuse1", "name", "wording \"rename_privateuse1_backend: the name must not be empty\""},
-    {"disp_device_format", "buf", "crashes"},
-    {"disp_device_parse", "str", "wording \"Device string must not be empty\""},
-    {"disp_device_parse", "out", "crashes"},
-    {"disp_storage_new", "out", "crashes"},
-    {"disp_storage_new_with_data", "data", "accepted: returns DISP_OK"},
-    {"disp_storage_new_with_data", "out", "crashes"},
-    {"disp_storage_retain", "st", "crashes"},
-    {"disp_storage_data", "st", "crashes"},
-    {"disp_storage_nbytes", "st", "crashes"},
-    {"disp_storage_device", "st", "crashes"},
-    {"disp_storage_resizable", "st", "crashes"},
-    {"disp_storage_refcount", "st", "crashes"},
-    {"disp_tensor_empty", "sizes", "wording \"empty: sizes is NULL\""},
-    {"disp_tensor_empty", "out", "crashes"},
-    {"disp_tensor_empty_strided", "sizes", "wording \"empty_strided: sizes is NULL\""},
-    {"disp_tensor_empty_strided", "strides", "wording \"empty_strided: strides is NULL\""},
-    {"disp_tensor_empty_strided", "out", "crashes"},
-    {"disp_tensor_new_with_storage", "st", "wording \"new_with_storage: storage is NULL\""},
-    {"disp_tensor_new_with_storage", "sizes", "wording \"new_with_storage: sizes is NULL\""},
-    {"disp_tensor_new_with_storage", "out", "crashes"},
-    {"disp_tensor_new_opaque", "sizes", "wording \"set_sizes_and_strides: sizes is NULL\""},
-    {"disp_tensor_new_opaque", "out", "crashes"},
-    {"disp_tensor_new_view", "base", "wording \"new_view: base is NULL\""},
-    {"disp_tensor_new_view", "sizes", "wording \"new_view: sizes is NULL\""},
-    {"disp_tensor_new_view", "out", "crashes"},
-    {"disp_tensor_retain", "t", "crashes"},
-    {"disp_tensor_refcount", "t", "crashes"},
-    {"disp_tensor_ndim", "t", "crashes"},
-    {"disp_tensor_sizes", "t", "crashes"},
-    {"disp_tensor_strides", "t", "crashes"},
-    {"disp_tensor_size", "t", "crashes"},
-    {"disp_tensor_size", "out", "crashes"},
-    {"disp_tensor_stride", "t", "crashes"},
-    {"disp_tensor_stride", "out", "crashes"},
-    {"disp_tensor_storage_offset", "t", "crashes"},
-    {"disp_tensor_dtype", "t", "crashes"},
-    {"disp_tensor_layout", "t", "crashes"},
-    {"disp_tensor_device", "t", "crashes"},
-    {"disp_tensor_keyset", "t", "crashes"},
-    {"disp_tensor_numel", "t", "crashes"},
-    {"disp_tensor_itemsize", "t", "crashes"},
-    {"disp_tensor_data_ptr", "t", "crashes"},
-    {"disp_tensor_storage", "t", "crashes"},
-    {"disp_tensor_opaque_handle", "t", "crashes"},
-    {"disp_tensor_is_contiguous", "t", "crashes"},
-    {"disp_tensor_is_inference", "t", "crashes"},
-    {"disp_tensor_version", "t", "crashes"},
-    {"disp_tensor_bump_version", "t", "crashes"},
-    {"disp_tensor_set_keyset", "t", "crashes"},
-    {"disp_tensor_requires_grad", "t", "crashes"},
-    {"disp_tensor_set_requires_grad", "t", "crashes"},
-    {"disp_tensor_format", "t", "wording \"tensor_format: NULL argument\""},
-    {"disp_tensor_format", "out", "wording \"tensor_format: NULL argument\""},
-    {"disp_tensor_print", "f", "wording \"tensor_print: NULL file\""},
-    {"disp_tensor_print", "t", "wording \"tensor_format: NULL argument\""},
-    {"disp_tensor_allclose", "a", "wording \"allclose: NULL argument\""},
-    {"disp_tensor_allclose", "b", "wording \"allclose: NULL argument\""},
-    {"disp_tensor_allclose", "out", "wording \"allclose: NULL argument\""},
 };
 
 /* ---- fixtures ------------------------------------------------------------- */
@@ -383,8 +302,6 @@ static int entry_matches(const null_param *e, const null_case *c) {
   return fn && (!strcmp(e->param, "*") || !strcmp(e->param, c->param));
 }
 
-static int is_family(const null_param *e) { return strchr(e->function, '*') || !strcmp(e->param, "*"); }
-
 static const null_param *find_param(const null_param *list, size_t n, const null_case *c) {
   for (size_t i = 0; i < n; i++)
     if (entry_matches(&list[i], c)) return &list[i];
@@ -499,25 +416,16 @@ static verdict run_in_child(int (*child)(const void *), const void *c, char *why
 /* ---- main ------------------------------------------------------------------ */
 
 typedef struct tally {
-  int passed, failed, expected_failures, unexpected_passes;
+  int passed, failed;
 } tally;
 
 static void run_one(const null_case *c, int verbose, tally *t) {
   static char why[16384];
-  const null_param *skip = find_param(temporary_skip, COUNT(temporary_skip), c);
   verdict v = run_in_child(child_run, c, why, sizeof why);
   const char *how = accepts_null(c) ? "accepts NULL" : "refuses NULL";
-  if (v == PASSED && !skip) {
+  if (v == PASSED) {
     t->passed++;
     if (verbose) printf("ok    %s(%s = NULL) %s\n", c->function, c->param, how);
-  } else if (v == PASSED) {
-    /* a family entry may cover cases that already pass: only exact ones are news */
-    t->unexpected_passes++;
-    if (!is_family(skip) || verbose)
-      printf("NOTE  %s(%s = NULL) now passes: remove it from the temporary skip list\n", c->function, c->param);
-  } else if (skip) {
-    t->expected_failures++;
-    if (verbose) printf("skip  %s(%s = NULL): %s\n", c->function, c->param, skip->why);
   } else {
     t->failed++;
     printf("FAIL  %s(%s = NULL) %s: %s", c->function, c->param, how, why);
@@ -525,23 +433,21 @@ static void run_one(const null_case *c, int verbose, tally *t) {
   }
 }
 
-/* Entries of the hand tables must name real cases: a stale one would hide a
+/* Entries of the hand table must name real cases: a stale one would hide a
  * renamed parameter. */
 static int check_tables(void) {
-  const null_param *lists[] = {documented_nullable, temporary_skip};
-  size_t sizes[] = {COUNT(documented_nullable), COUNT(temporary_skip)};
   int bad = 0;
-  for (size_t l = 0; l < 2; l++)
-    for (size_t i = 0; i < sizes[l]; i++) {
-      int found = 0;
-      for (size_t k = 0; k < null_num_cases && !found; k++) found = entry_matches(&lists[l][i], &null_cases[k]);
-      for (size_t k = 0; k < COUNT(hand_cases) && !found; k++) found = entry_matches(&lists[l][i], &hand_cases[k]);
-      if (!found) {
-        printf("FAIL  %s lists %s(%s), which is not a pointer parameter of an exported function\n",
-               l ? "temporary_skip" : "documented_nullable", lists[l][i].function, lists[l][i].param);
-        bad = 1;
-      }
+  for (size_t i = 0; i < COUNT(documented_nullable); i++) {
+    const null_param *e = &documented_nullable[i];
+    int found = 0;
+    for (size_t k = 0; k < null_num_cases && !found; k++) found = entry_matches(e, &null_cases[k]);
+    for (size_t k = 0; k < COUNT(hand_cases) && !found; k++) found = entry_matches(e, &hand_cases[k]);
+    if (!found) {
+      printf("FAIL  documented_nullable lists %s(%s), which is not a pointer parameter of an exported function\n",
+             e->function, e->param);
+      bad = 1;
     }
+  }
   return bad;
 }
 
@@ -630,8 +536,6 @@ int main(int argc, char **argv) {
          "%zu with; %zu generated cases (one per pointer parameter) and %zu hand-written\n",
          null_num_functions, null_num_trivial, null_num_functions - null_num_trivial, null_num_cases,
          COUNT(hand_cases));
-  printf("%d expected failures (temporary skip list), %d now passing there\n", t.expected_failures,
-         t.unexpected_passes);
   printf("%zu out-of-range value cases (enums past either end, devices of no backend): %d passed, %d failed\n",
          null_num_bad_cases, bad_values.passed, bad_values.failed);
   printf("%d passed, %d failed\n", t.passed + bad_values.passed, t.failed + bad_values.failed + bad);
