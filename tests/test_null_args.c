@@ -286,9 +286,21 @@ static void hand_call_out(void) {
   null_result.status = disp_call(fx.op, fx.tensor, fx.tensor, fx.scalar, (disp_tensor **)NULL);
 }
 
+/* A NULL Tensor among disp_call's C arguments (Note [Checking C arguments]
+ * in src/dispatcher/c_args_check.c): refused by the schema's argument name. */
+static void hand_call_self(void) {
+  null_result.status = disp_call(fx.op, (disp_tensor *)NULL, fx.tensor, fx.scalar, &hand_out);
+}
+
+static void hand_redispatch_other(void) {
+  null_result.status = disp_redispatch(fx.op, fx.keyset, fx.tensor, (disp_tensor *)NULL, fx.scalar, &hand_out);
+}
+
 static const null_case hand_cases[] = {
     {"DISP_REDISPATCH", "op", "const disp_op*", NULL_RET_STATUS, 0, hand_redispatch_macro_op},
     {"disp_call", "out", "disp_tensor**", NULL_RET_STATUS, 0, hand_call_out},
+    {"disp_call", "self", "disp_tensor*", NULL_RET_STATUS, 0, hand_call_self},
+    {"disp_redispatch", "other", "disp_tensor*", NULL_RET_STATUS, 0, hand_redispatch_other},
 };
 
 /* ---- running one case ----------------------------------------------------- */

@@ -997,6 +997,63 @@ TEST(call_refuses_null_out_pointer) {
   return 0;
 }
 
+static disp_status accept_all(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
+  (void)op, (void)ks, (void)ud;
+  disp_stack_drop(stack, disp_stack_size(stack));
+  return DISP_OK;
+}
+
+/* Issue 8 cases 3 and 5 on the call path (Note [Checking C arguments]): a C
+ * argument is a bare pointer an unboxed kernel trusts, so a NULL Tensor, a
+ * list with a length but no data, or a NULL element of a Tensor[] is
+ * refused before any kernel or key-set computation reads it. */
+TEST(call_refuses_null_c_arguments) {
+  const disp_op *mm, *view, *cat, *sum;
+  ASSERT_OK(disp_op_find("aten::mm", &mm));
+  ASSERT_OK(disp_op_find("aten::view", &view));
+  ASSERT_OK(disp_op_find("aten::cat", &cat));
+  ASSERT_OK(disp_op_find("aten::sum.dim_IntList", &sum));
+  int64_t sizes[] = {2, 2};
+  disp_tensor *a, *out = NULL;
+  ASSERT_OK(disp_tensor_empty(sizes, 2, DISP_DTYPE_FLOAT32, cpu, &a));
+  ASSERT_STATUS(disp_call(mm, (disp_tensor *)NULL, a, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: self is NULL (argument 1 of aten::mm, type Tensor)");
+  ASSERT_STATUS(disp_redispatch(mm, disp_keyset_of(DISP_KEY_CPU), a, (disp_tensor *)NULL, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_redispatch: mat2 is NULL (argument 2 of aten::mm, type Tensor)");
+  ASSERT_STATUS(disp_call(view, a, (disp_int_list){NULL, 2}, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: size.data is NULL with len 2 (argument 2 of aten::view, type SymInt[])");
+  ASSERT_STATUS(disp_call(sum, a, (disp_opt_int_list){{NULL, 1}, true}, false, (int32_t)-1, &out),
+                DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: dim.value.data is NULL with len 1 (argument 2 of aten::sum.dim_IntList, type int[1]?)");
+  ASSERT_STATUS(disp_call(cat, (disp_tensor_list){NULL, 2}, (int64_t)0, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: tensors.data is NULL with len 2 (argument 1 of aten::cat, type Tensor[])");
+  disp_tensor *two[] = {a, NULL};
+  ASSERT_STATUS(disp_call(cat, (disp_tensor_list){two, 2}, (int64_t)0, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: tensors.data[1] is NULL (argument 1 of aten::cat, type Tensor[]: "
+                                   "only a Tensor?[] may hold None)");
+  disp_fn entry;
+  ASSERT_OK(disp_op_typed_entry(mm, &entry));
+  disp_status (*typed_mm)(disp_tensor *, disp_tensor *, disp_tensor **) =
+      (disp_status(*)(disp_tensor *, disp_tensor *, disp_tensor **))entry;
+  ASSERT_STATUS(typed_mm(NULL, a, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "the typed entry: self is NULL (argument 1 of aten::mm, type Tensor)");
+  ASSERT_TRUE(out == NULL);
+  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
+  /* what the schema lets be None still is: a Tensor?[] element, an empty list */
+  disp_library *def = NULL, *lib = NULL;
+  const disp_op *opt;
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_DEF, "tensorside", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def));
+  ASSERT_OK(disp_library_def(def, "opt(Tensor?[] xs, int[] n) -> ()", NULL));
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "tensorside", DISP_KEY_CPU, __FILE__, __LINE__, &lib));
+  ASSERT_OK(disp_library_impl(lib, "opt", disp_kernel_boxed(accept_all, NULL, NULL), NULL));
+  ASSERT_OK(disp_op_find("tensorside::opt", &opt));
+  ASSERT_OK(disp_call(opt, (disp_tensor_list){two, 2}, (disp_int_list){NULL, 0}));
+  disp_library_free(lib);
+  disp_library_free(def);
+  disp_tensor_release(a);
+  return 0;
+}
+
 TEST(storage_resize_keeps_prefix) {
   disp_storage *st;
   ASSERT_OK(disp_storage_new(4, cpu, &st));
@@ -1110,6 +1167,7 @@ TEST_LIST = {
     TEST_ENTRY(constructors_refuse_array_without_count),
     TEST_ENTRY(null_getters_answer_none),
     TEST_ENTRY(call_refuses_null_out_pointer),
+    TEST_ENTRY(call_refuses_null_c_arguments),
     TEST_ENTRY(storage_resize_keeps_prefix),
     TEST_ENTRY(refcounts_are_thread_safe),
     TEST_ENTRY(privateuse1_rename),
