@@ -24,6 +24,12 @@ static inline disp_status disp__null_arg(const char *fn, const char *arg) {
     if ((arg) == NULL) return disp__null_arg(__func__, #arg);  \
   } while (0)
 
+/* Rule (a) for an array and its count: only an empty array may be NULL. */
+#define DISP_REFUSE_NULL_ARRAY(arg, count)                                   \
+  do {                                                                       \
+    if ((count) > 0 && (arg) == NULL) return disp__null_arg(__func__, #arg); \
+  } while (0)
+
 /* The same where the C variable's name differs from the header's parameter. */
 #define DISP_REFUSE_NULL_AS(arg, header_name)                       \
   do {                                                              \

@@ -107,8 +107,8 @@ int disp__result_state_get(const disp__result_state *s) {
 
 disp_status disp_result_type(disp_tensor *const *tensors, size_t ntensors, const disp_scalar *scalars,
                              size_t nscalars, disp_dtype *out) {
-  if (ntensors > 0) DISP_REFUSE_NULL(tensors);
-  if (nscalars > 0) DISP_REFUSE_NULL(scalars);
+  DISP_REFUSE_NULL_ARRAY(tensors, ntensors);
+  DISP_REFUSE_NULL_ARRAY(scalars, nscalars);
   DISP_REFUSE_NULL(out);
   disp__result_state s;
   disp__result_state_init(&s);

@@ -69,7 +69,7 @@ disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device de
                                        disp_storage **out) {
   /* A length without memory would be read by the first kernel; Meta keeps
    * no memory by design, so only its length matters. */
-  if (nbytes > 0 && dev.type != DISP_BACKEND_META) DISP_REFUSE_NULL(data);
+  if (dev.type != DISP_BACKEND_META) DISP_REFUSE_NULL_ARRAY(data, nbytes);
   DISP_REFUSE_NULL(out);
   disp_status s = disp_device_validate(dev);
   if (s != DISP_OK) return s;

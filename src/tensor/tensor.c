@@ -362,23 +362,17 @@ static disp_status empty_impl(const char *op, const int64_t *sizes, const int64_
   return s;
 }
 
-/* Note [NULL arguments]: an array may be NULL only when its count is 0. */
-#define REFUSE_NULL_ARRAY(arg, count) \
-  do {                                \
-    if ((count) > 0) DISP_REFUSE_NULL(arg); \
-  } while (0)
-
 disp_status disp_tensor_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp_device dev,
                               disp_tensor **out) {
-  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
   DISP_REFUSE_NULL(out);
   return empty_impl("empty", sizes, NULL, ndim, dt, dev, out);
 }
 
 disp_status disp_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
                                       disp_dtype dt, disp_device dev, disp_tensor **out) {
-  REFUSE_NULL_ARRAY(sizes, ndim);
-  REFUSE_NULL_ARRAY(strides, ndim);
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL_ARRAY(strides, ndim);
   DISP_REFUSE_NULL(out);
   return empty_impl("empty_strided", sizes, strides, ndim, dt, dev, out);
 }
@@ -388,7 +382,7 @@ disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const
                                          disp_keyset keys, disp_tensor **out) {
   const char *op = "new_with_storage";
   DISP_REFUSE_NULL(st);
-  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
   DISP_REFUSE_NULL(out);
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
@@ -402,7 +396,7 @@ disp_status disp_tensor_new_view(disp_tensor *base, const int64_t *sizes, const 
                                  int ndim, int64_t offset, disp_tensor **out) {
   const char *op = "new_view";
   DISP_REFUSE_NULL(base);
-  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
   DISP_REFUSE_NULL(out);
   if (!base->storage)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s: cannot view a tensor without storage (opaque tensor)", op);
@@ -422,7 +416,7 @@ disp_status disp_tensor_new_opaque(const int64_t *sizes, int ndim, disp_dtype dt
                                    disp_layout layout, disp_device dev, void *handle,
                                    void (*release)(void *handle), disp_tensor **out) {
   const char *op = "new_opaque";
-  REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
   DISP_REFUSE_NULL(out);
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK && ((int)layout < 0 || layout >= DISP_LAYOUT_COUNT))
