@@ -879,6 +879,14 @@ TEST(storage_refuses_length_without_data) {
   static char buf[4];
   ASSERT_STATUS(disp_storage_new_with_data(buf, 4, cpu, release_blob, &ctx_count, NULL), DISP_ERR_INVALID_ARG);
   ASSERT_EQ_STR(disp_last_error(), "disp_storage_new_with_data: out is NULL");
+  /* a length no memory can have: sizes are int64 everywhere else */
+  ASSERT_STATUS(disp_storage_new_with_data(buf, SIZE_MAX, cpu, release_blob, &ctx_count, &st), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_new_with_data: nbytes 18446744073709551615 is larger than the "
+                                   "largest storage (9223372036854775807 bytes)");
+  ASSERT_STATUS(disp_storage_new((size_t)INT64_MAX + 1, meta, &st), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_new: nbytes 9223372036854775808 is larger than the "
+                                   "largest storage (9223372036854775807 bytes)");
+  ASSERT_TRUE(st == (disp_storage *)&ctx_count);
   ASSERT_EQ_INT(blob_released, 0);
 
   /* No bytes, no memory needed; a tensor with no elements fits on it. */

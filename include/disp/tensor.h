@@ -256,8 +256,9 @@ typedef struct disp_storage disp_storage;
  * disp_storage_new - allocate nbytes on `dev` with the device type's
  * registered allocator. New reference; resizable. Meta storage has no
  * memory (data NULL) but remembers nbytes. Errors: DISP_ERR_INVALID_ARG
- * (bad device, no allocator registered for the device type, NULL out),
- * DISP_ERR_NO_MEMORY (nothing leaked). Thread-safe.
+ * (bad device, no allocator registered for the device type, NULL out,
+ * nbytes above INT64_MAX), DISP_ERR_NO_MEMORY (nothing leaked).
+ * Thread-safe.
  */
 DISP_API disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out);
 
@@ -270,7 +271,7 @@ DISP_API disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_stora
  * on Meta, whose storages hold no memory (kernels never read it); ctx is
  * only passed to release. Errors: DISP_ERR_INVALID_ARG (bad device;
  * "disp_storage_new_with_data: data is NULL" for NULL data with nbytes > 0;
- * NULL out), DISP_ERR_NO_MEMORY. Thread-safe.
+ * NULL out; nbytes above INT64_MAX), DISP_ERR_NO_MEMORY. Thread-safe.
  */
 DISP_API disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device dev,
                                                 void (*release)(void *data, void *ctx),

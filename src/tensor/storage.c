@@ -7,6 +7,7 @@
  * last reference issues an acquire fence before freeing, so every write made
  * through other references happens-before the free.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,9 +44,18 @@ static disp_storage *storage_struct(size_t nbytes, disp_device dev) {
   return st;
 }
 
+/* Sizes are int64 everywhere else (PyTorch's nbytes is one): a larger
+ * count can only be a mistake, and would wrap when a tensor measures it. */
+static disp_status check_nbytes(const char *fn, size_t nbytes) {
+  if (nbytes <= (uint64_t)INT64_MAX) return DISP_OK;
+  return disp__fail(DISP_ERR_INVALID_ARG, "%s: nbytes %zu is larger than the largest storage (%lld bytes)", fn,
+                    nbytes, (long long)INT64_MAX);
+}
+
 disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out) {
   DISP_REFUSE_NULL(out);
-  disp_status s = disp_device_validate(dev);
+  disp_status s = check_nbytes(__func__, nbytes);
+  if (s == DISP_OK) s = disp_device_validate(dev);
   if (s != DISP_OK) return s;
   disp_allocator a;
   s = disp__allocator_lookup(dev.type, &a);
@@ -71,7 +81,8 @@ disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device de
    * no memory by design, so only its length matters. */
   if (dev.type != DISP_BACKEND_META) DISP_REFUSE_NULL_ARRAY(data, nbytes);
   DISP_REFUSE_NULL(out);
-  disp_status s = disp_device_validate(dev);
+  disp_status s = check_nbytes(__func__, nbytes);
+  if (s == DISP_OK) s = disp_device_validate(dev);
   if (s != DISP_OK) return s;
   disp_storage *st = storage_struct(nbytes, dev);
   if (!st) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a storage");
