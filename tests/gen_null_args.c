@@ -193,6 +193,50 @@ static const func_value func_values[] = {
     {"disp_stack_push_value_steal", "v", "null_new_value()"},
 };
 
+/* ---- out-of-range values (the bad-value cases) -------------------------- */
+
+/* Values no valid argument of the type has: enums past either end, and
+ * devices of no backend or of a CPU index PyTorch refuses. Each parameter of
+ * one of these types gets a case per value, all other arguments valid. */
+typedef struct bad_value {
+  const char *type;
+  const char *name; /* NULL: any parameter of the type */
+  const char *values[3];
+} bad_value;
+
+static const bad_value bad_values[] = {
+    {"disp_backend", NULL, {"(disp_backend)-1", "(disp_backend)100000"}},
+    {"disp_key", NULL, {"(disp_key)-1", "(disp_key)100000"}},
+    {"disp_library_kind", NULL, {"(disp_library_kind)-1", "(disp_library_kind)100000"}},
+    {"disp_dtype", NULL, {"(disp_dtype)-1", "(disp_dtype)100000"}},
+    {"disp_layout", NULL, {"(disp_layout)-1", "(disp_layout)100000"}},
+    {"disp_value_tag", NULL, {"(disp_value_tag)-1", "(disp_value_tag)100000"}},
+    {"disp_device", NULL, {"null_bad_device_type()", "null_bad_device_index()"}},
+    {"disp_opt_device", NULL, {"null_bad_opt_device_type()", "null_bad_opt_device_index()"}},
+    /* typed entries: ScalarType? / Layout? / MemoryFormat? are int32_t, -1 for None */
+    {"int32_t", "dtype", {"-2", "100000"}},
+    {"int32_t", "layout", {"-2", "100000"}},
+    {"int32_t", "memory_format", {"-2", "100000"}},
+    /* indexes, dims, counts and offsets past any object's end (not array
+     * counts: a caller that passes a short array with a long count lies) */
+    {"size_t", "i", {"1000000", "SIZE_MAX"}},
+    {"int", "i", {"-1", "INT_MAX"}},
+    {"int64_t", "dim", {"INT64_MIN", "INT64_MAX"}},
+    {"int", "ndim", {"-1", "INT_MAX"}},
+    {"int64_t", "offset", {"-1", "INT64_MAX"}},
+    {"size_t", "nbytes", {"SIZE_MAX"}},
+    {"size_t", "given", {"SIZE_MAX"}},
+    {"int32_t", "type", {"-1", "100000"}},
+    {"int32_t", "index", {"-2", "INT32_MAX"}},
+};
+
+static const bad_value *bad_value_for(const param *p) {
+  for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++)
+    if (!strcmp(bad_values[i].type, p->type) && (!bad_values[i].name || !strcmp(bad_values[i].name, p->name)))
+      return &bad_values[i];
+  return NULL;
+}
+
 static const type_value *find_type(const char *type) {
   for (size_t i = 0; i < sizeof type_values / sizeof type_values[0]; i++)
     if (strcmp(type_values[i].type, type) == 0) return &type_values[i];
@@ -490,30 +534,54 @@ static const char *ret_kind(const func *f) {
   return "NULL_RET_VALUE";
 }
 
-/* The call of f with parameter `null_index` NULL. */
-static void write_call(FILE *out, const func *f, int null_index) {
+/* The call of f with parameter `index` given as `expr`, every other one a
+ * valid value. */
+static void write_call(FILE *out, const func *f, int index, const char *expr) {
   fprintf(out, "%s(", f->name);
   for (int i = 0; i < f->nparams; i++)
-    fprintf(out, "%s%s", i ? ", " : "", i == null_index ? "NULL" : value_for(f, &f->params[i]));
+    fprintf(out, "%s%s", i ? ", " : "", i == index ? expr : value_for(f, &f->params[i]));
   fprintf(out, ")");
 }
 
-static void write_thunk(FILE *out, const func *f, int null_index, int id) {
-  fprintf(out, "static void case_%d(void) { ", id);
+/* A thunk `PREFIX_ID` making that call and keeping what it returns. */
+static void write_thunk(FILE *out, const char *prefix, int id, const func *f, int index, const char *expr) {
+  fprintf(out, "static void %s_%d(void) { ", prefix, id);
   if (strcmp(f->ret, "disp_status") == 0) {
     fprintf(out, "null_result.status = ");
-    write_call(out, f, null_index);
+    write_call(out, f, index, expr);
   } else if (strchr(f->ret, '*')) {
     fprintf(out, "null_result.ptr = (const void *)");
-    write_call(out, f, null_index);
+    write_call(out, f, index, expr);
   } else if (strcmp(f->ret, "void") == 0) {
-    write_call(out, f, null_index);
+    write_call(out, f, index, expr);
   } else {
     fprintf(out, "%s v_ = ", f->ret);
-    write_call(out, f, null_index);
+    write_call(out, f, index, expr);
     fprintf(out, "; null_keep_value(&v_, sizeof v_)");
   }
   fprintf(out, "; }\n");
+}
+
+/* One case per out-of-range value of every parameter bad_values covers. */
+static void write_bad_value_cases(FILE *out) {
+  int id = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass) fprintf(out, "\nconst null_bad_case null_bad_cases[] = {\n");
+    id = 0;
+    for (int i = 0; i < nfuncs; i++) {
+      const func *f = &funcs[i];
+      if (f->variadic) continue;
+      for (int j = 0; j < f->nparams; j++) {
+        const bad_value *b = bad_value_for(&f->params[j]);
+        for (int v = 0; b && v < 3 && b->values[v]; v++, id++) {
+          if (!pass) write_thunk(out, "bad", id, f, j, b->values[v]);
+          else fprintf(out, "  {\"%s\", \"%s\", \"%s\", %s, bad_%d},\n", f->name, f->params[j].name,
+                       b->values[v], ret_kind(f), id);
+        }
+      }
+    }
+  }
+  fprintf(out, "};\nconst size_t null_num_bad_cases = %d;\n", id);
 }
 
 /* Every parameter needs a value, pointer or not: without one no case of the
@@ -544,7 +612,7 @@ static int write_cases(const char *path) {
         fprintf(out, "void null_hand_%s_%s(void); /* hand-written: variadic */\n", f->name,
                 f->params[j].name);
       else
-        write_thunk(out, f, j, id);
+        write_thunk(out, "case", id, f, j, "NULL");
       id++;
     }
   }
@@ -574,7 +642,8 @@ static int write_cases(const char *path) {
     if (!any) fprintf(out, "  \"%s\",\n", funcs[i].name);
   }
   fprintf(out, "  NULL\n};\nconst size_t null_num_trivial = %d;\n", ntrivial);
-  fprintf(out, "const size_t null_num_functions = %d;\n", nfuncs);
+  fprintf(out, "const size_t null_num_functions = %d;\n\n", nfuncs);
+  write_bad_value_cases(out);
   return fclose(out) == 0;
 }
 

@@ -6,7 +6,9 @@
 #ifndef NULL_ARGS_H
 #define NULL_ARGS_H
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -116,5 +118,24 @@ extern const size_t null_num_cases;
 extern const char *const null_trivial[];
 extern const size_t null_num_trivial;
 extern const size_t null_num_functions;
+
+/* One call: `function` with parameter `param` given the out-of-range
+ * `value` (an enum past either end, a device of no backend). */
+typedef struct null_bad_case {
+  const char *function;
+  const char *param;
+  const char *value;
+  null_ret_kind ret;
+  void (*call)(void);
+} null_bad_case;
+
+extern const null_bad_case null_bad_cases[];
+extern const size_t null_num_bad_cases;
+
+/* The out-of-range devices the bad-value cases pass. */
+disp_device null_bad_device_type(void);
+disp_device null_bad_device_index(void);
+disp_opt_device null_bad_opt_device_type(void);
+disp_opt_device null_bad_opt_device_index(void);
 
 #endif

@@ -215,10 +215,10 @@ TEST(user_kernels_never_see_bad_values) {
   ASSERT_EQ_INT(g_kernel_runs, 1);
   disp_stack_clear(s);
 
-  /* A NULL tensor from C is a None for the boxed kernel: refused. */
+  /* A NULL tensor from C is refused before packing, by Note [NULL arguments]. */
   disp_tensor *out = NULL;
-  ASSERT_STATUS(disp_call(op, (disp_tensor *)NULL, (int32_t)DISP_DTYPE_FLOAT32, 1.0, &out), DISP_ERR_TYPE);
-  ASSERT_EQ_STR(disp_last_error(), "bc1::f: argument 'a' (position 1) must be Tensor, not None");
+  ASSERT_STATUS(disp_call(op, (disp_tensor *)NULL, (int32_t)DISP_DTYPE_FLOAT32, 1.0, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: a is NULL (argument 1 of bc1::f, type Tensor)");
   ASSERT_EQ_INT(g_kernel_runs, 1);
 
   /* The unboxed kernel through libffi. */

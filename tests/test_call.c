@@ -366,7 +366,12 @@ TEST(many_types_through_libffi) {
   disp_stack_push_tensor(s, a);
   ASSERT_STATUS(disp_call_boxed(op, s), DISP_ERR_INVALID_ARG);
   ASSERT_CONTAINS(disp_last_error(), "expects 8 arguments");
+  ASSERT_EQ_INT(disp_stack_size(s), 0); /* the failed call emptied it */
   ASSERT_STATUS(disp_stack_fill_defaults(op, s, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_stack_fill_defaults: given is 1, but the stack holds 0 values");
+  disp_stack_push_tensor(s, a);
+  ASSERT_STATUS(disp_stack_fill_defaults(op, s, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(disp_stack_size(s), 1); /* defaults pushed before the missing one are dropped again */
   ASSERT_CONTAINS(disp_last_error(), "missing value for argument 'n'");
   disp_stack_free(s);
   ASSERT_EQ_INT(disp_tensor_refcount(a), 1);

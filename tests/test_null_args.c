@@ -17,7 +17,7 @@
  *
  *   test_null_args            runs every case
  *   test_null_args NAME       only the cases of function NAME
- *   test_null_args -v         also lists passing and skipped cases
+ *   test_null_args -v         also lists passing cases
  */
 #include <errno.h>
 #include <signal.h>
@@ -69,87 +69,6 @@ static const null_param documented_nullable[] = {
     {"disp_tensor_new_opaque", "release", "tensor.h: release may be NULL"},
     {"disp_tensor_new_with_storage", "strides", "tensor.h: NULL means contiguous"},
     {"disp_tensor_new_view", "strides", "tensor.h: NULL means contiguous"},
-};
-
-/*
- * TEMPORARY SKIP LIST - delete it (and this comment) once the branches that
- * add the remaining NULL checks are merged: the tensor side (src/tensor,
- * src/kernels, tools/gen_aten.c: disp_tensor_*, disp_storage_*, disp_dtype_*,
- * disp_device_*, promotion.h, disp_aten_*) and the boxed call path (call.c's
- * C-argument reader). Listed cases still run, each in its own child, and
- * count as expected failures; one that passes is reported ("now passes:
- * remove it"). One line per case: function, parameter, what happens today.
- * A trailing '*' in the function and a "*" parameter match a family.
- */
-static const null_param temporary_skip[] = {
-    /* boxed call path: refused, but worded "aten::add.Tensor: an out-pointer
-     * for a return is NULL" (names neither disp_call nor the argument) */
-    {"disp_call", "out", "boxed side: wording of read_va's refusal"},
-    /* tensor side, one line per case */
-    {"disp_promote_types", "out", "crashes"},
-    {"disp_result_type", "tensors", "crashes"},
-    {"disp_result_type", "scalars", "crashes"},
-    {"disp_result_type", "out", "crashes"},
-    {"disp_dtype_parse", "out", "crashes"},
-    {"disp_device_rename_privateuse1", "name", "wording \"rename_privateuse1_backend: the name must not be empty\""},
-    {"disp_device_format", "buf", "crashes"},
-    {"disp_device_parse", "str", "wording \"Device string must not be empty\""},
-    {"disp_device_parse", "out", "crashes"},
-    {"disp_storage_new", "out", "crashes"},
-    {"disp_storage_new_with_data", "data", "accepted: returns DISP_OK"},
-    {"disp_storage_new_with_data", "out", "crashes"},
-    {"disp_storage_retain", "st", "crashes"},
-    {"disp_storage_data", "st", "crashes"},
-    {"disp_storage_nbytes", "st", "crashes"},
-    {"disp_storage_device", "st", "crashes"},
-    {"disp_storage_resizable", "st", "crashes"},
-    {"disp_storage_refcount", "st", "crashes"},
-    {"disp_tensor_empty", "sizes", "wording \"empty: sizes is NULL\""},
-    {"disp_tensor_empty", "out", "crashes"},
-    {"disp_tensor_empty_strided", "sizes", "wording \"empty_strided: sizes is NULL\""},
-    {"disp_tensor_empty_strided", "strides", "wording \"empty_strided: strides is NULL\""},
-    {"disp_tensor_empty_strided", "out", "crashes"},
-    {"disp_tensor_new_with_storage", "st", "wording \"new_with_storage: storage is NULL\""},
-    {"disp_tensor_new_with_storage", "sizes", "wording \"new_with_storage: sizes is NULL\""},
-    {"disp_tensor_new_with_storage", "out", "crashes"},
-    {"disp_tensor_new_opaque", "sizes", "wording \"set_sizes_and_strides: sizes is NULL\""},
-    {"disp_tensor_new_opaque", "out", "crashes"},
-    {"disp_tensor_new_view", "base", "wording \"new_view: base is NULL\""},
-    {"disp_tensor_new_view", "sizes", "wording \"new_view: sizes is NULL\""},
-    {"disp_tensor_new_view", "out", "crashes"},
-    {"disp_tensor_retain", "t", "crashes"},
-    {"disp_tensor_refcount", "t", "crashes"},
-    {"disp_tensor_ndim", "t", "crashes"},
-    {"disp_tensor_sizes", "t", "crashes"},
-    {"disp_tensor_strides", "t", "crashes"},
-    {"disp_tensor_size", "t", "crashes"},
-    {"disp_tensor_size", "out", "crashes"},
-    {"disp_tensor_stride", "t", "crashes"},
-    {"disp_tensor_stride", "out", "crashes"},
-    {"disp_tensor_storage_offset", "t", "crashes"},
-    {"disp_tensor_dtype", "t", "crashes"},
-    {"disp_tensor_layout", "t", "crashes"},
-    {"disp_tensor_device", "t", "crashes"},
-    {"disp_tensor_keyset", "t", "crashes"},
-    {"disp_tensor_numel", "t", "crashes"},
-    {"disp_tensor_itemsize", "t", "crashes"},
-    {"disp_tensor_data_ptr", "t", "crashes"},
-    {"disp_tensor_storage", "t", "crashes"},
-    {"disp_tensor_opaque_handle", "t", "crashes"},
-    {"disp_tensor_is_contiguous", "t", "crashes"},
-    {"disp_tensor_is_inference", "t", "crashes"},
-    {"disp_tensor_version", "t", "crashes"},
-    {"disp_tensor_bump_version", "t", "crashes"},
-    {"disp_tensor_set_keyset", "t", "crashes"},
-    {"disp_tensor_requires_grad", "t", "crashes"},
-    {"disp_tensor_set_requires_grad", "t", "crashes"},
-    {"disp_tensor_format", "t", "wording \"tensor_format: NULL argument\""},
-    {"disp_tensor_format", "out", "wording \"tensor_format: NULL argument\""},
-    {"disp_tensor_print", "f", "wording \"tensor_print: NULL file\""},
-    {"disp_tensor_print", "t", "wording \"tensor_format: NULL argument\""},
-    {"disp_tensor_allclose", "a", "wording \"allclose: NULL argument\""},
-    {"disp_tensor_allclose", "b", "wording \"allclose: NULL argument\""},
-    {"disp_tensor_allclose", "out", "wording \"allclose: NULL argument\""},
 };
 
 /* ---- fixtures ------------------------------------------------------------- */
@@ -367,9 +286,21 @@ static void hand_call_out(void) {
   null_result.status = disp_call(fx.op, fx.tensor, fx.tensor, fx.scalar, (disp_tensor **)NULL);
 }
 
+/* A NULL Tensor among disp_call's C arguments (Note [Checking C arguments]
+ * in src/dispatcher/c_args_check.c): refused by the schema's argument name. */
+static void hand_call_self(void) {
+  null_result.status = disp_call(fx.op, (disp_tensor *)NULL, fx.tensor, fx.scalar, &hand_out);
+}
+
+static void hand_redispatch_other(void) {
+  null_result.status = disp_redispatch(fx.op, fx.keyset, fx.tensor, (disp_tensor *)NULL, fx.scalar, &hand_out);
+}
+
 static const null_case hand_cases[] = {
     {"DISP_REDISPATCH", "op", "const disp_op*", NULL_RET_STATUS, 0, hand_redispatch_macro_op},
     {"disp_call", "out", "disp_tensor**", NULL_RET_STATUS, 0, hand_call_out},
+    {"disp_call", "self", "disp_tensor*", NULL_RET_STATUS, 0, hand_call_self},
+    {"disp_redispatch", "other", "disp_tensor*", NULL_RET_STATUS, 0, hand_redispatch_other},
 };
 
 /* ---- running one case ----------------------------------------------------- */
@@ -382,8 +313,6 @@ static int entry_matches(const null_param *e, const null_case *c) {
   int fn = family ? !strncmp(e->function, c->function, n - 1) : !strcmp(e->function, c->function);
   return fn && (!strcmp(e->param, "*") || !strcmp(e->param, c->param));
 }
-
-static int is_family(const null_param *e) { return strchr(e->function, '*') || !strcmp(e->param, "*"); }
 
 static const null_param *find_param(const null_param *list, size_t n, const null_case *c) {
   for (size_t i = 0; i < n; i++)
@@ -429,7 +358,8 @@ static int check_refusal(const null_case *c) {
 }
 
 /* In the child: the call and its checks. Returns the exit code. */
-static int child_run(const null_case *c) {
+static int child_run(const void *arg) {
+  const null_case *c = arg;
   snapshot before, after;
   int accept = accepts_null(c), rc = 0;
   if (!accept) take_snapshot(&before);
@@ -452,8 +382,8 @@ static int child_run(const null_case *c) {
 
 typedef enum verdict { PASSED, FAILED } verdict;
 
-/* Runs c in a forked child; on failure *why holds the child's output. */
-static verdict run_case(const null_case *c, char *why, size_t whysize) {
+/* Runs child(c) in a forked child; on failure *why holds its output. */
+static verdict run_in_child(int (*child)(const void *), const void *c, char *why, size_t whysize) {
   FILE *log = tmpfile();
   why[0] = '\0';
   if (!log) {
@@ -472,7 +402,7 @@ static verdict run_case(const null_case *c, char *why, size_t whysize) {
     dup2(fileno(log), STDOUT_FILENO);
     dup2(fileno(log), STDERR_FILENO);
     alarm(60); /* a hang is a failure too */
-    int rc = child_run(c);
+    int rc = child(c);
     fflush(stdout);
     exit(rc); /* exit, not _exit: LeakSanitizer checks at exit */
   }
@@ -498,25 +428,16 @@ static verdict run_case(const null_case *c, char *why, size_t whysize) {
 /* ---- main ------------------------------------------------------------------ */
 
 typedef struct tally {
-  int passed, failed, expected_failures, unexpected_passes;
+  int passed, failed;
 } tally;
 
 static void run_one(const null_case *c, int verbose, tally *t) {
   static char why[16384];
-  const null_param *skip = find_param(temporary_skip, COUNT(temporary_skip), c);
-  verdict v = run_case(c, why, sizeof why);
+  verdict v = run_in_child(child_run, c, why, sizeof why);
   const char *how = accepts_null(c) ? "accepts NULL" : "refuses NULL";
-  if (v == PASSED && !skip) {
+  if (v == PASSED) {
     t->passed++;
     if (verbose) printf("ok    %s(%s = NULL) %s\n", c->function, c->param, how);
-  } else if (v == PASSED) {
-    /* a family entry may cover cases that already pass: only exact ones are news */
-    t->unexpected_passes++;
-    if (!is_family(skip) || verbose)
-      printf("NOTE  %s(%s = NULL) now passes: remove it from the temporary skip list\n", c->function, c->param);
-  } else if (skip) {
-    t->expected_failures++;
-    if (verbose) printf("skip  %s(%s = NULL): %s\n", c->function, c->param, skip->why);
   } else {
     t->failed++;
     printf("FAIL  %s(%s = NULL) %s: %s", c->function, c->param, how, why);
@@ -524,24 +445,82 @@ static void run_one(const null_case *c, int verbose, tally *t) {
   }
 }
 
-/* Entries of the hand tables must name real cases: a stale one would hide a
+/* Entries of the hand table must name real cases: a stale one would hide a
  * renamed parameter. */
 static int check_tables(void) {
-  const null_param *lists[] = {documented_nullable, temporary_skip};
-  size_t sizes[] = {COUNT(documented_nullable), COUNT(temporary_skip)};
   int bad = 0;
-  for (size_t l = 0; l < 2; l++)
-    for (size_t i = 0; i < sizes[l]; i++) {
-      int found = 0;
-      for (size_t k = 0; k < null_num_cases && !found; k++) found = entry_matches(&lists[l][i], &null_cases[k]);
-      for (size_t k = 0; k < COUNT(hand_cases) && !found; k++) found = entry_matches(&lists[l][i], &hand_cases[k]);
-      if (!found) {
-        printf("FAIL  %s lists %s(%s), which is not a pointer parameter of an exported function\n",
-               l ? "temporary_skip" : "documented_nullable", lists[l][i].function, lists[l][i].param);
-        bad = 1;
-      }
+  for (size_t i = 0; i < COUNT(documented_nullable); i++) {
+    const null_param *e = &documented_nullable[i];
+    int found = 0;
+    for (size_t k = 0; k < null_num_cases && !found; k++) found = entry_matches(e, &null_cases[k]);
+    for (size_t k = 0; k < COUNT(hand_cases) && !found; k++) found = entry_matches(e, &hand_cases[k]);
+    if (!found) {
+      printf("FAIL  documented_nullable lists %s(%s), which is not a pointer parameter of an exported function\n",
+             e->function, e->param);
+      bad = 1;
     }
+  }
   return bad;
+}
+
+/* ---- out-of-range values ------------------------------------------------- */
+
+disp_device null_bad_device_type(void) { return (disp_device){(disp_backend)100000, 0}; }
+disp_device null_bad_device_index(void) { return (disp_device){DISP_BACKEND_CPU, 5}; }
+disp_opt_device null_bad_opt_device_type(void) { return (disp_opt_device){100000, 0, true}; }
+disp_opt_device null_bad_opt_device_index(void) { return (disp_opt_device){DISP_BACKEND_CPU, 5, true}; }
+
+/* Parameters that take every value of their type, with the reason. */
+static const null_param accepts_any_value[] = {
+    {"", "", ""}, /* none yet */
+};
+
+/* An out-of-range value must not crash, hang or leak, whatever the function
+ * returns; a status function refuses it (not DISP_OK, with a message) and
+ * changes nothing; a pointer function that returns NULL says why. */
+static int child_run_bad(const void *arg) {
+  const null_bad_case *c = arg;
+  null_case as_null = {c->function, c->param, "", c->ret, 0, c->call};
+  int accept = find_param(accepts_any_value, COUNT(accepts_any_value), &as_null) != NULL;
+  snapshot before, after;
+  take_snapshot(&before);
+  disp_clear_error();
+  null_result.status = DISP_OK;
+  null_result.ptr = &null_result;
+  c->call();
+  const char *msg = disp_last_error();
+  int rc = 0;
+  if (c->ret == NULL_RET_STATUS && !accept && null_result.status == DISP_OK) {
+    printf("accepted: returned DISP_OK\n");
+    rc = 1;
+  } else if ((c->ret == NULL_RET_STATUS && null_result.status != DISP_OK) ||
+             (c->ret == NULL_RET_POINTER && null_result.ptr == NULL)) {
+    if (!msg[0]) {
+      printf("refused without a message\n");
+      rc = 1;
+    }
+    take_snapshot(&after);
+    const char *diff = snapshot_diff(&before, &after);
+    if (!rc && diff) {
+      printf("state not left as it was: %s\n", diff);
+      rc = 1;
+    }
+    free_snapshot(&after);
+  }
+  free_snapshot(&before);
+  return rc;
+}
+
+static void run_bad(const null_bad_case *c, int verbose, tally *t) {
+  static char why[16384];
+  if (run_in_child(child_run_bad, c, why, sizeof why) == PASSED) {
+    t->passed++;
+    if (verbose) printf("ok    %s(%s = %s)\n", c->function, c->param, c->value);
+    return;
+  }
+  t->failed++;
+  printf("FAIL  %s(%s = %s): %s", c->function, c->param, c->value, why);
+  if (why[0] && why[strlen(why) - 1] != '\n') putchar('\n');
 }
 
 int main(int argc, char **argv) {
@@ -562,13 +541,16 @@ int main(int argc, char **argv) {
     if (!only || !strcmp(only, null_cases[i].function)) run_one(&null_cases[i], verbose, &t);
   for (size_t i = 0; i < COUNT(hand_cases); i++)
     if (!only || strstr(hand_cases[i].function, only)) run_one(&hand_cases[i], verbose, &t);
+  tally bad_values = {0};
+  for (size_t i = 0; i < null_num_bad_cases; i++)
+    if (!only || !strcmp(only, null_bad_cases[i].function)) run_bad(&null_bad_cases[i], verbose, &bad_values);
   printf("%zu exported functions: %zu without pointer parameters (nothing to pass NULL to), "
          "%zu with; %zu generated cases (one per pointer parameter) and %zu hand-written\n",
          null_num_functions, null_num_trivial, null_num_functions - null_num_trivial, null_num_cases,
          COUNT(hand_cases));
-  printf("%d expected failures (temporary skip list), %d now passing there\n", t.expected_failures,
-         t.unexpected_passes);
-  printf("%d passed, %d failed\n", t.passed, t.failed + bad);
+  printf("%zu out-of-range value cases (enums past either end, devices of no backend): %d passed, %d failed\n",
+         null_num_bad_cases, bad_values.passed, bad_values.failed);
+  printf("%d passed, %d failed\n", t.passed + bad_values.passed, t.failed + bad_values.failed + bad);
   free_objects();
-  return t.failed || bad ? 1 : 0;
+  return t.failed || bad_values.failed || bad ? 1 : 0;
 }

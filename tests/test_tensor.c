@@ -179,6 +179,47 @@ TEST(device_parse_errors) {
   return 0;
 }
 
+/* Issue 8: the device strings a user may mistype, each refused as c10::Device
+ * does (its string grammar, then validate()), *out untouched. */
+TEST(device_parse_refuses_bad_indices) {
+  disp_device d = meta;
+  ASSERT_STATUS(disp_device_parse("cpu:5", &d), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "CPU device index must be -1 or zero, got 5");
+  /* a minus sign is outside the grammar: no string reaches a negative index */
+  ASSERT_STATUS(disp_device_parse("cuda:-2", &d), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "Invalid device string: 'cuda:-2'");
+  ASSERT_STATUS(disp_device_parse("x", &d), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), " device type at start of device string: x");
+  ASSERT_STATUS(disp_device_parse("cpu:", &d), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "Invalid device string: 'cpu:'");
+  ASSERT_TRUE(disp_device_equal(d, meta));
+  /* the same checks for a device made by hand, where every constructor meets it */
+  disp_tensor *t = NULL;
+  int64_t one = 1;
+  ASSERT_STATUS(disp_tensor_empty(&one, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, 5), &t),
+                DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "CPU device index must be -1 or zero, got 5");
+  ASSERT_STATUS(disp_tensor_empty(&one, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_META, -2), &t),
+                DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "Device index must be -1 or non-negative, got -2");
+  ASSERT_TRUE(t == NULL);
+  /* Note [NULL arguments] */
+  ASSERT_STATUS(disp_device_parse(NULL, &d), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_device_parse: str is NULL");
+  ASSERT_STATUS(disp_device_parse("cpu", NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_device_parse: out is NULL");
+  ASSERT_STATUS(disp_device_rename_privateuse1(NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_device_rename_privateuse1: name is NULL");
+  ASSERT_EQ_INT(disp_device_format(disp_device_make(DISP_BACKEND_CUDA, 1), NULL, 64), 6); /* measured */
+  disp_dtype dt = DISP_DTYPE_INT8;
+  ASSERT_STATUS(disp_dtype_parse("float32", NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_dtype_parse: out is NULL");
+  ASSERT_STATUS(disp_dtype_parse(NULL, &dt), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_dtype_parse: name is NULL");
+  ASSERT_EQ_INT(dt, DISP_DTYPE_INT8);
+  return 0;
+}
+
 /* ---- key sets ---------------------------------------------------------- */
 
 TEST(default_keysets_match_pytorch) {
@@ -489,7 +530,7 @@ TEST(bad_sizes_dtype_device) {
   ASSERT_STATUS(disp_tensor_empty(neg, 2, DISP_DTYPE_FLOAT32, cpu, &t), DISP_ERR_INVALID_ARG);
   ASSERT_EQ_STR(disp_last_error(), "Trying to create tensor with negative dimension -1: [2, -1]");
   ASSERT_STATUS(disp_tensor_empty(NULL, 2, DISP_DTYPE_FLOAT32, cpu, &t), DISP_ERR_INVALID_ARG);
-  ASSERT_EQ_STR(disp_last_error(), "empty: sizes is NULL");
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_empty: sizes is NULL");
 
   /* numel overflows int64. */
   int64_t huge[] = {INT64_C(1) << 40, INT64_C(1) << 40};
@@ -824,6 +865,203 @@ TEST(storage_wrapping_caller_memory) {
   return 0;
 }
 
+/* Issue 8 case 3: a length without memory is refused, where a kernel would
+ * read it; nothing is taken (release is not called). */
+TEST(storage_refuses_length_without_data) {
+  int ctx_count = 0;
+  blob_released = 0;
+  disp_storage *st = (disp_storage *)&ctx_count; /* must stay untouched */
+  ASSERT_STATUS(disp_storage_new_with_data(NULL, 64, cpu, release_blob, &ctx_count, &st), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_new_with_data: data is NULL");
+  ASSERT_TRUE(st == (disp_storage *)&ctx_count);
+  ASSERT_STATUS(disp_storage_new_with_data(NULL, 1, pu1, NULL, NULL, &st), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_new_with_data: data is NULL");
+  static char buf[4];
+  ASSERT_STATUS(disp_storage_new_with_data(buf, 4, cpu, release_blob, &ctx_count, NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_new_with_data: out is NULL");
+  /* a length no memory can have: sizes are int64 everywhere else */
+  ASSERT_STATUS(disp_storage_new_with_data(buf, SIZE_MAX, cpu, release_blob, &ctx_count, &st), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_new_with_data: nbytes 18446744073709551615 is larger than the "
+                                   "largest storage (9223372036854775807 bytes)");
+  ASSERT_STATUS(disp_storage_new((size_t)INT64_MAX + 1, meta, &st), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_new: nbytes 9223372036854775808 is larger than the "
+                                   "largest storage (9223372036854775807 bytes)");
+  ASSERT_TRUE(st == (disp_storage *)&ctx_count);
+  ASSERT_EQ_INT(blob_released, 0);
+
+  /* No bytes, no memory needed; a tensor with no elements fits on it. */
+  ASSERT_OK(disp_storage_new_with_data(NULL, 0, cpu, release_blob, &ctx_count, &st));
+  ASSERT_TRUE(disp_storage_data(st) == NULL);
+  int64_t empty_sizes[] = {0, 3};
+  disp_tensor *t;
+  ASSERT_OK(disp_tensor_new_with_storage(st, 0, empty_sizes, NULL, 2, DISP_DTYPE_FLOAT32, disp_keyset_empty(), &t));
+  ASSERT_TRUE(disp_tensor_data_ptr(t) == NULL);
+  disp_tensor_release(t);
+  disp_storage_release(st);
+  ASSERT_EQ_INT(blob_released, 1);
+  /* Meta storages hold no memory by design: only the length matters. */
+  ASSERT_OK(disp_storage_new_with_data(NULL, 64, meta, NULL, NULL, &st));
+  ASSERT_EQ_INT(disp_storage_nbytes(st), 64);
+  disp_storage_release(st);
+  return 0;
+}
+
+/* Issue 8 case 3's class: every constructor taking an array with its count
+ * refuses NULL with a count, and takes NULL with none. */
+TEST(constructors_refuse_array_without_count) {
+  int64_t sizes[] = {2, 2}, strides[] = {2, 1};
+  disp_tensor *t = NULL, *base;
+  ASSERT_STATUS(disp_tensor_empty_strided(sizes, NULL, 2, DISP_DTYPE_FLOAT32, cpu, &t), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_empty_strided: strides is NULL");
+  ASSERT_STATUS(disp_tensor_empty_strided(NULL, strides, 2, DISP_DTYPE_FLOAT32, cpu, &t), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_empty_strided: sizes is NULL");
+  ASSERT_STATUS(disp_tensor_new_opaque(NULL, 2, DISP_DTYPE_FLOAT32, DISP_LAYOUT_STRIDED, cpu, NULL, NULL, &t),
+                DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_new_opaque: sizes is NULL");
+  ASSERT_OK(disp_tensor_empty(sizes, 2, DISP_DTYPE_FLOAT32, cpu, &base));
+  ASSERT_STATUS(disp_tensor_new_view(base, NULL, NULL, 1, 0, &t), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_new_view: sizes is NULL");
+  ASSERT_STATUS(disp_tensor_new_with_storage(disp_tensor_storage(base), 0, NULL, NULL, 1, DISP_DTYPE_FLOAT32,
+                                             disp_keyset_empty(), &t),
+                DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_new_with_storage: sizes is NULL");
+  ASSERT_STATUS(disp_tensor_new_with_storage(NULL, 0, sizes, NULL, 2, DISP_DTYPE_FLOAT32, disp_keyset_empty(), &t),
+                DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_new_with_storage: st is NULL");
+  ASSERT_TRUE(t == NULL);
+  ASSERT_EQ_INT(disp_tensor_refcount(base), 1);
+
+  disp_dtype dt = DISP_DTYPE_INT8;
+  disp_scalar two = disp_scalar_int(2);
+  ASSERT_STATUS(disp_result_type(NULL, 1, &two, 1, &dt), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_result_type: tensors is NULL");
+  ASSERT_STATUS(disp_result_type(&base, 1, NULL, 1, &dt), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_result_type: scalars is NULL");
+  ASSERT_STATUS(disp_promote_types(DISP_DTYPE_INT8, DISP_DTYPE_UINT8, NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_promote_types: out is NULL");
+  ASSERT_EQ_INT(dt, DISP_DTYPE_INT8);
+
+  /* a count of 0 takes NULL */
+  ASSERT_OK(disp_result_type(NULL, 0, &two, 1, &dt));
+  ASSERT_EQ_INT(dt, DISP_DTYPE_INT64);
+  ASSERT_OK(disp_result_type(&base, 1, NULL, 0, &dt));
+  ASSERT_EQ_INT(dt, DISP_DTYPE_FLOAT32);
+  ASSERT_OK(disp_tensor_empty_strided(NULL, NULL, 0, DISP_DTYPE_FLOAT32, cpu, &t));
+  ASSERT_EQ_INT(disp_tensor_numel(t), 1);
+  disp_tensor_release(t);
+  ASSERT_OK(disp_tensor_new_view(base, NULL, NULL, 0, 3, &t));
+  ASSERT_EQ_INT(disp_tensor_storage_offset(t), 3);
+  disp_tensor_release(t);
+  disp_tensor_release(base);
+  return 0;
+}
+
+/* Note [Tensor core NULL arguments]: a NULL object reads as none, never
+ * as a plausible float32 cpu tensor; pointer getters also say why. */
+TEST(null_getters_answer_none) {
+  ASSERT_EQ_INT(disp_tensor_dtype(NULL), DISP_DTYPE_COUNT);
+  ASSERT_EQ_INT(disp_tensor_layout(NULL), DISP_LAYOUT_COUNT);
+  ASSERT_EQ_STR(fmt_dev(disp_tensor_device(NULL)), "unknown");
+  ASSERT_STATUS(disp_device_validate(disp_tensor_device(NULL)), DISP_ERR_INVALID_ARG);
+  ASSERT_TRUE(disp_keyset_is_empty(disp_tensor_keyset(NULL)));
+  ASSERT_EQ_INT(disp_tensor_ndim(NULL) + disp_tensor_numel(NULL) + disp_tensor_storage_offset(NULL), 0);
+  ASSERT_EQ_INT(disp_tensor_itemsize(NULL) + disp_tensor_refcount(NULL) + disp_tensor_version(NULL), 0);
+  ASSERT_FALSE(disp_tensor_is_contiguous(NULL) || disp_tensor_is_inference(NULL) || disp_tensor_requires_grad(NULL));
+  disp_clear_error();
+  ASSERT_TRUE(disp_tensor_sizes(NULL) == NULL);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_sizes: t is NULL");
+  ASSERT_TRUE(disp_tensor_data_ptr(NULL) == NULL);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_data_ptr: t is NULL");
+  ASSERT_TRUE(disp_tensor_retain(NULL) == NULL);
+  disp_tensor_set_keyset(NULL, disp_keyset_of(DISP_KEY_CPU));
+  int64_t v = 7;
+  ASSERT_STATUS(disp_tensor_size(NULL, 0, &v), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_size: t is NULL");
+  ASSERT_EQ_INT(v, 7);
+  ASSERT_STATUS(disp_tensor_set_requires_grad(NULL, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_tensor_set_requires_grad: t is NULL");
+
+  ASSERT_TRUE(disp_storage_data(NULL) == NULL);
+  ASSERT_EQ_STR(disp_last_error(), "disp_storage_data: st is NULL");
+  ASSERT_EQ_INT(disp_storage_nbytes(NULL) + disp_storage_refcount(NULL), 0);
+  ASSERT_FALSE(disp_storage_resizable(NULL));
+  ASSERT_EQ_STR(fmt_dev(disp_storage_device(NULL)), "unknown");
+  ASSERT_TRUE(disp_storage_retain(NULL) == NULL);
+  return 0;
+}
+
+/* disp_call's trailing out-pointers are C varargs; a NULL one is refused
+ * naming the function called and the return it is for. */
+TEST(call_refuses_null_out_pointer) {
+  const disp_op *add;
+  ASSERT_OK(disp_op_find("aten::add.Tensor", &add));
+  int64_t n = 2;
+  disp_tensor *a;
+  ASSERT_OK(disp_tensor_empty(&n, 1, DISP_DTYPE_FLOAT32, cpu, &a));
+  ASSERT_STATUS(disp_call(add, a, a, disp_scalar_int(1), (disp_tensor **)NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: out is NULL (the out-pointer for return 0 of aten::add.Tensor)");
+  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
+  disp_tensor_release(a);
+  return 0;
+}
+
+static disp_status accept_all(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
+  (void)op, (void)ks, (void)ud;
+  disp_stack_drop(stack, disp_stack_size(stack));
+  return DISP_OK;
+}
+
+/* Issue 8 cases 3 and 5 on the call path (Note [Checking C arguments]): a C
+ * argument is a bare pointer an unboxed kernel trusts, so a NULL Tensor, a
+ * list with a length but no data, or a NULL element of a Tensor[] is
+ * refused before any kernel or key-set computation reads it. */
+TEST(call_refuses_null_c_arguments) {
+  const disp_op *mm, *view, *cat, *sum;
+  ASSERT_OK(disp_op_find("aten::mm", &mm));
+  ASSERT_OK(disp_op_find("aten::view", &view));
+  ASSERT_OK(disp_op_find("aten::cat", &cat));
+  ASSERT_OK(disp_op_find("aten::sum.dim_IntList", &sum));
+  int64_t sizes[] = {2, 2};
+  disp_tensor *a, *out = NULL;
+  ASSERT_OK(disp_tensor_empty(sizes, 2, DISP_DTYPE_FLOAT32, cpu, &a));
+  ASSERT_STATUS(disp_call(mm, (disp_tensor *)NULL, a, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: self is NULL (argument 1 of aten::mm, type Tensor)");
+  ASSERT_STATUS(disp_redispatch(mm, disp_keyset_of(DISP_KEY_CPU), a, (disp_tensor *)NULL, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_redispatch: mat2 is NULL (argument 2 of aten::mm, type Tensor)");
+  ASSERT_STATUS(disp_call(view, a, (disp_int_list){NULL, 2}, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: size.data is NULL with len 2 (argument 2 of aten::view, type SymInt[])");
+  ASSERT_STATUS(disp_call(sum, a, (disp_opt_int_list){{NULL, 1}, true}, false, (int32_t)-1, &out),
+                DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: dim.value.data is NULL with len 1 (argument 2 of aten::sum.dim_IntList, type int[1]?)");
+  ASSERT_STATUS(disp_call(cat, (disp_tensor_list){NULL, 2}, (int64_t)0, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: tensors.data is NULL with len 2 (argument 1 of aten::cat, type Tensor[])");
+  disp_tensor *two[] = {a, NULL};
+  ASSERT_STATUS(disp_call(cat, (disp_tensor_list){two, 2}, (int64_t)0, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_call: tensors.data[1] is NULL (argument 1 of aten::cat, type Tensor[]: "
+                                   "only a Tensor?[] may hold None)");
+  disp_fn entry;
+  ASSERT_OK(disp_op_typed_entry(mm, &entry));
+  disp_status (*typed_mm)(disp_tensor *, disp_tensor *, disp_tensor **) =
+      (disp_status(*)(disp_tensor *, disp_tensor *, disp_tensor **))entry;
+  ASSERT_STATUS(typed_mm(NULL, a, &out), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "the typed entry: self is NULL (argument 1 of aten::mm, type Tensor)");
+  ASSERT_TRUE(out == NULL);
+  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
+  /* what the schema lets be None still is: a Tensor?[] element, an empty list */
+  disp_library *def = NULL, *lib = NULL;
+  const disp_op *opt;
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_DEF, "tensorside", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def));
+  ASSERT_OK(disp_library_def(def, "opt(Tensor?[] xs, int[] n) -> ()", NULL));
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "tensorside", DISP_KEY_CPU, __FILE__, __LINE__, &lib));
+  ASSERT_OK(disp_library_impl(lib, "opt", disp_kernel_boxed(accept_all, NULL, NULL), NULL));
+  ASSERT_OK(disp_op_find("tensorside::opt", &opt));
+  ASSERT_OK(disp_call(opt, (disp_tensor_list){two, 2}, (disp_int_list){NULL, 0}));
+  disp_library_free(lib);
+  disp_library_free(def);
+  disp_tensor_release(a);
+  return 0;
+}
+
 TEST(storage_resize_keeps_prefix) {
   disp_storage *st;
   ASSERT_OK(disp_storage_new(4, cpu, &st));
@@ -913,6 +1151,7 @@ TEST_LIST = {
     TEST_ENTRY(dtype_parse_aliases_and_errors),
     TEST_ENTRY(device_format_and_parse),
     TEST_ENTRY(device_parse_errors),
+    TEST_ENTRY(device_parse_refuses_bad_indices),
     TEST_ENTRY(default_keysets_match_pytorch),
     TEST_ENTRY(created_tensors_carry_default_keysets),
     TEST_ENTRY(privateuse1_allocator_required_and_used),
@@ -932,6 +1171,11 @@ TEST_LIST = {
     TEST_ENTRY(autograd_slot_destroyed_with_tensor),
     TEST_ENTRY(opaque_tensor_release_called_once),
     TEST_ENTRY(storage_wrapping_caller_memory),
+    TEST_ENTRY(storage_refuses_length_without_data),
+    TEST_ENTRY(constructors_refuse_array_without_count),
+    TEST_ENTRY(null_getters_answer_none),
+    TEST_ENTRY(call_refuses_null_out_pointer),
+    TEST_ENTRY(call_refuses_null_c_arguments),
     TEST_ENTRY(storage_resize_keeps_prefix),
     TEST_ENTRY(refcounts_are_thread_safe),
     TEST_ENTRY(privateuse1_rename),

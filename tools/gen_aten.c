@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "disp/schema.h"
+#include "builtins_internal.h"
 #include "schema_internal.h"
 #include "signature_internal.h"
 
@@ -186,29 +187,35 @@ static unsigned dev_flags(int d) {
 static int is_written(const disp_schema *s, int i) { return s->args[i].alias && s->args[i].alias->is_write; }
 
 /* What the device check of kind j's kernel of decl d looks at: Tensor and
- * Tensor? arguments (tensors), Tensor[] ones (lists), Device ones (devices).
+ * Tensor? arguments (tensors), Tensor[] ones (lists), Device ones (devices),
+ * ScalarType/Layout/MemoryFormat ones (enums, whose range is checked in
+ * composite implicit kernels too: they may read the value themselves).
  * Tensors are checked when two could differ: two tensors, or a list. */
 typedef struct dev_plan {
-  int tensors, lists, devices, check_tensors;
+  int tensors, lists, devices, enums, check_tensors;
 } dev_plan;
 
+static int plan_wraps(dev_plan p) { return p.check_tensors || p.devices || p.enums; }
+
 static dev_plan plan_devices(int d, const disp_signature *sig, size_t j) {
-  dev_plan p = {0, 0, 0, 0};
+  dev_plan p = {0, 0, 0, 0, 0};
   for (int i = 0; i < sig->nargs; i++) {
     if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR) p.tensors++;
     else if (sig->args[i] == DISP_CT_TENSOR_LIST) p.lists++;
     else if (sig->args[i] == DISP_CT_DEVICE) p.devices++;
+    else if (sig->args[i] == DISP_CT_ENUM) p.enums++;
   }
   p.check_tensors = kinds[j].checked == 2 && !(decls[d].kernels & DISP_K_ANY_DEVICE) && (p.tensors >= 2 || p.lists);
   if (!kinds[j].checked) p.devices = 0;
+  if (!kinds[j].checked && kinds[j].flag != DISP_K_CIA) p.enums = 0;
   return p;
 }
 
 /* The registered function of kind j's kernel of decl d: the kernel itself,
- * or its device-checking wrapper. */
+ * or its argument-checking wrapper. */
 static void kernel_fn(char *buf, size_t n, int d, const disp_signature *sig, size_t j) {
   dev_plan p = plan_devices(d, sig, j);
-  snprintf(buf, n, "%s_%s_%s", p.check_tensors || p.devices ? "devchk" : "disp_", kinds[j].part, decls[d].id);
+  snprintf(buf, n, "%s_%s_%s", plan_wraps(p) ? "argchk" : "disp_", kinds[j].part, decls[d].id);
 }
 
 /* "  return NAME(ks, a, b, out0);\n" */
@@ -255,20 +262,34 @@ static void emit_slow_check(FILE *c, int d, const disp_schema *s, const disp_sig
   fprintf(c, "}\n\n");
 }
 
-/* The device-checking wrapper of kind j's kernel of decl d: the Device
+/* The range of each ScalarType / Layout / MemoryFormat argument. */
+static void emit_enum_checks(FILE *c, const disp_schema *s, const disp_signature *sig, dev_plan p) {
+  char nm[64];
+  for (int i = 0; i < sig->nargs && p.enums; i++) {
+    if (sig->args[i] != DISP_CT_ENUM) continue;
+    const disp_type *t = s->args[i].type;
+    int optional = t->kind == DISP_TYPE_OPTIONAL;
+    arg_name(nm, sizeof nm, s->args[i].name);
+    fprintf(c, "  if (disp__enum_arg_check(%d, %s, %d, \"%s\") != DISP_OK) return DISP_ERR_INVALID_ARG;\n",
+            (int)(optional ? t->elems[0]->kind : t->kind), nm, optional, s->args[i].name);
+  }
+}
+
+/* The argument-checking wrapper of kind j's kernel of decl d: the Device
  * arguments; then a compare per tensor against the first Tensor (the fast
  * path, ending in a tail call of the kernel), the full rule only when one
  * differs or a list is involved. */
 static void emit_device_wrapper(FILE *c, int d, const disp_schema *s, const disp_signature *sig, size_t j) {
   dev_plan p = plan_devices(d, sig, j);
-  if (!p.check_tensors && !p.devices) return;
+  if (!plan_wraps(p)) return;
   char nm[64], ref[64] = "", kernel[128], slow[128];
   snprintf(kernel, sizeof kernel, "disp__%s_%s", kinds[j].part, decls[d].id);
   snprintf(slow, sizeof slow, "devslow_%s_%s", kinds[j].part, decls[d].id);
   if (p.check_tensors) emit_slow_check(c, d, s, sig, j, p, kernel);
-  fprintf(c, "static disp_status devchk_%s_%s(", kinds[j].part, decls[d].id);
+  fprintf(c, "static disp_status argchk_%s_%s(", kinds[j].part, decls[d].id);
   params(c, s, sig, 1, kinds[j].with_ks);
   fprintf(c, ") {\n");
+  emit_enum_checks(c, s, sig, p);
   for (int i = 0; i < sig->nargs; i++) {
     if (sig->args[i] != DISP_CT_DEVICE) continue;
     arg_name(nm, sizeof nm, s->args[i].name);
@@ -330,6 +351,34 @@ static void c_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* The generator links the dispatcher core for its schema parser, and the
+ * core drains the built-in libraries (builtins_internal.h): the generator,
+ * which is writing them, has none. */
+disp_library_node disp__builtin_libraries[1];
+const size_t disp__builtin_library_count = 0;
+
+static void builtin_node(FILE *c, const char *kind, const char *key, const char *body) {
+  fprintf(c, "    {.kind = %s, .ns = \"aten\", .key = DISP_KEY_%s, .body = %s, .file = __FILE__, .line = __LINE__},\n",
+          kind, key, body);
+}
+
+/* The list library.c drains before any DISP_LIBRARY block (builtins_internal.h),
+ * in the order the blocks used to run: def, each kernel kind, then
+ * ADInplaceOrView and Autograd. */
+static void builtin_list(FILE *c) {
+  fprintf(c, "disp_library_node disp__builtin_libraries[] = {\n");
+  builtin_node(c, "DISP_LIBRARY_DEF", "UNDEFINED", "aten_def");
+  char body[64];
+  for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++) {
+    snprintf(body, sizeof body, "aten_impl_%s", kinds[j].key);
+    builtin_node(c, "DISP_LIBRARY_IMPL", kinds[j].key, body);
+  }
+  builtin_node(c, "DISP_LIBRARY_IMPL", "AD_INPLACE_OR_VIEW", "aten_impl_AD_INPLACE_OR_VIEW");
+  builtin_node(c, "DISP_LIBRARY_IMPL", "AUTOGRAD", "aten_impl_AUTOGRAD");
+  fprintf(c, "};\nconst size_t disp__builtin_library_count =\n"
+             "    sizeof disp__builtin_libraries / sizeof *disp__builtin_libraries;\n");
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: gen_aten OUTDIR\n");
@@ -373,15 +422,15 @@ int main(int argc, char **argv) {
   if (!k) return 1;
   fprintf(k, "/* Generated by tools/gen_aten.c from src/kernels/aten_ops.def. Do not edit. */\n"
              "/* The prototype of every built-in kernel: disp__KIND_ID, KIND one of cpu, meta,\n"
-             " * cia, cea, ceanf, bsel, autocast_cpu, autocast_cuda. Declared weak: a kernel\n"
-             " * not written yet is simply not registered, and the operator's table shows it. */\n"
+             " * cia, cea, ceanf, bsel, autocast_cpu, autocast_cuda. The registration refers to\n"
+             " * each one strongly: a kernel the table names but nobody wrote fails the link. */\n"
              "#ifndef DISP_ATEN_KERNELS_H\n#define DISP_ATEN_KERNELS_H\n\n#include <disp.h>\n\n");
   for (int d = 0; d < NDECLS; d++)
     for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++) {
       if (!(decls[d].kernels & kinds[j].flag)) continue;
       fprintf(k, "disp_status disp__%s_%s(", kinds[j].part, decls[d].id);
       params(k, schemas[d], sigs[d], 1, kinds[j].with_ks);
-      fprintf(k, ") __attribute__((weak));\n");
+      fprintf(k, ");\n");
     }
   fprintf(k, "\n#endif\n");
   fclose(k);
@@ -391,7 +440,7 @@ int main(int argc, char **argv) {
   if (!c) return 1;
   fprintf(c, "/* Generated by tools/gen_aten.c from src/kernels/aten_ops.def. Do not edit. */\n"
              "#include <disp.h>\n#include \"disp/aten.h\"\n#include \"aten_kernels.h\"\n"
-             "#include \"aten_internal.h\"\n#include \"argcheck_internal.h\"\n#include \"device_check.h\"\n"
+             "#include \"aten_internal.h\"\n#include \"argcheck_internal.h\"\n#include \"builtins_internal.h\"\n#include \"device_check.h\"\n"
              "#include \"error_internal.h\"\n#include \"signature_internal.h\"\n#include \"stack_internal.h\"\n\n"
              "/* A NULL array with elements, or a NULL element: refused (Note [NULL arguments]). */\n"
              "static int null_in_list(const char *fn, const char *arg, disp_tensor_list l) {\n"
@@ -549,8 +598,8 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++)
       if (decls[d].kernels & kinds[j].flag) emit_device_wrapper(c, d, schemas[d], sigs[d], j);
 
-  /* registration */
-  fprintf(c, "DISP_LIBRARY(aten, m) {\n");
+  /* registration: one function per library, then the list of them */
+  fprintf(c, "static void aten_def(disp_library *m) {\n");
   for (int d = 0; d < NDECLS; d++)
   {
     fprintf(c, "  disp__library_def_builtin(m, ");
@@ -559,30 +608,31 @@ int main(int argc, char **argv) {
   }
   fprintf(c, "}\n\n");
   for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++) {
-    fprintf(c, "DISP_LIBRARY_IMPL(aten, %s, m) {\n", kinds[j].key);
+    fprintf(c, "static void aten_impl_%s(disp_library *m) {\n", kinds[j].key);
     for (int d = 0; d < NDECLS; d++) {
       if (!(decls[d].kernels & kinds[j].flag)) continue;
       char fn[160];
       kernel_fn(fn, sizeof fn, d, sigs[d], j);
-      fprintf(c, "  if (disp__%s_%s)\n    disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(%s), %s), NULL);\n",
-              kinds[j].part, decls[d].id, schemas[d]->qualified, fn, kinds[j].with_ks ? "DISP_KERNEL_WITH_KEYSET" : "0");
+      fprintf(c, "  disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(%s), %s), NULL);\n",
+              schemas[d]->qualified, fn, kinds[j].with_ks ? "DISP_KERNEL_WITH_KEYSET" : "0");
     }
     fprintf(c, "}\n\n");
   }
-  fprintf(c, "DISP_LIBRARY_IMPL(aten, AD_INPLACE_OR_VIEW, m) {\n");
+  fprintf(c, "static void aten_impl_AD_INPLACE_OR_VIEW(disp_library *m) {\n");
   for (int d = 0; d < NDECLS; d++) {
     if (!(decls[d].kernels & DISP_K_ADIOV)) continue;
     fprintf(c, "  disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(adinplace_%s), DISP_KERNEL_WITH_KEYSET), NULL);\n",
             schemas[d]->qualified, decls[d].id);
   }
   fprintf(c, "}\n\n");
-  fprintf(c, "DISP_LIBRARY_IMPL(aten, AUTOGRAD, m) {\n");
+  fprintf(c, "static void aten_impl_AUTOGRAD(disp_library *m) {\n");
   for (int d = 0; d < NDECLS; d++) {
     if (decls[d].kernels & DISP_K_CIA) continue;
     fprintf(c, "  disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(autograd_%s), DISP_KERNEL_WITH_KEYSET), NULL);\n",
             schemas[d]->qualified, decls[d].id);
   }
-  fprintf(c, "}\n");
+  fprintf(c, "}\n\n");
+  builtin_list(c);
   fclose(c);
   for (int d = 0; d < NDECLS; d++) {
     disp__signature_free(sigs[d]);

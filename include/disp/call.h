@@ -108,7 +108,8 @@ DISP_API disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, di
  * after the first `given` ones (which must already be on the stack), so a
  * caller can pass only the leading arguments. Defaults of any length are
  * pushed whole. Errors: DISP_ERR_INVALID_ARG naming the first missing
- * argument without a default; the stack then holds what it held before.
+ * argument without a default, or when `given` exceeds the stack's size or
+ * the schema's argument count; the stack then holds what it held before.
  */
 DISP_API disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_t given);
 
@@ -118,7 +119,12 @@ DISP_API disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *sta
  * disp_call - calls `op` with C arguments in schema order (types per the
  * table in disp/value.h), followed by one out-pointer per return. Works for
  * any operator whose types have a C mapping; unboxed kernels are reached
- * through libffi, boxed ones by packing. Thread-safe.
+ * through libffi, boxed ones by packing. A NULL the schema does not let be
+ * None - a Tensor, a list's data with a nonzero length, an element of a
+ * Tensor[] (not Tensor?[]), an out-pointer - is refused before any kernel
+ * runs: DISP_ERR_INVALID_ARG, "disp_call: self is NULL (argument 1 of
+ * aten::mm, type Tensor)". The same holds for disp_redispatch,
+ * disp_call_kernel, disp_call_boxed_kernel and typed entries. Thread-safe.
  */
 DISP_API disp_status disp_call(const disp_op *op, ...);
 

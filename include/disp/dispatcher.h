@@ -104,6 +104,13 @@ static inline disp_kernel disp_kernel_fallthrough(void) {
  * fallbacks. Called implicitly by the first lookup; calling it again runs
  * only blocks added since. Failures of static blocks are kept and reported
  * by disp_registry_check(). Thread-safe.
+ *
+ * One copy of the library per process: a copy that finds another already
+ * loaded when it first initialises (libdispatch.a in the program and a plugin
+ * linked against libdispatch.so) registers nothing, and its lookups,
+ * registrations and disp_registry_check() fail with DISP_ERR_DUPLICATE,
+ * "libdispatch: a second copy of the library was loaded into this process
+ * (static and shared?) ...", naming both objects.
  */
 DISP_API void disp_init(void);
 

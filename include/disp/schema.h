@@ -190,9 +190,10 @@ DISP_API int disp_schema_is_varret(const disp_schema *s);
 
 /* ---- arguments and returns ---------------------------------------------
  * Indices are 0-based. Out-of-range indices give NULL, 0 or -1 as
- * documented, without touching the last error; a NULL schema gives the same
- * values, and the functions returning pointers also set the message
- * (Note [NULL arguments]). All are thread-safe.
+ * documented; the functions returning pointers then also set the message
+ * ("disp_schema_argument_name: index 9 is out of range for 3 arguments"),
+ * the others leave the last error alone. A NULL schema gives the same values
+ * and messages (Note [NULL arguments]). All are thread-safe.
  */
 
 /* disp_schema_argument_name - the argument's name. Borrowed; NULL when out of
@@ -253,7 +254,7 @@ DISP_API disp_type_kind disp_schema_type_kind(const disp_type *t);
 DISP_API size_t disp_schema_type_num_elements(const disp_type *t);
 
 /* disp_schema_type_element - contained type i (see above). Borrowed from the
- * schema; NULL when out of range. */
+ * schema; NULL with a message when out of range. */
 DISP_API const disp_type *disp_schema_type_element(const disp_type *t, size_t i);
 
 /* disp_schema_type_name - the qualified name of a class type

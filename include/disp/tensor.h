@@ -17,6 +17,20 @@
  * that changes them must not race with readers - that is the caller's job,
  * as in PyTorch. The version counter is atomic.
  *
+ * Note [Tensor core NULL arguments]
+ * status.h's Note [NULL arguments], as it applies here: a constructor or
+ * other function returning disp_status refuses a NULL with
+ * DISP_ERR_INVALID_ARG, "<function>: <argument> is NULL", and changes
+ * nothing; an array (sizes, strides, caller memory) may be NULL only when
+ * its count is 0. A getter returning a pointer returns NULL for a NULL
+ * object and sets that message. A getter returning a plain value documents
+ * that its object must not be NULL and answers a NULL with "none": 0, the
+ * empty key set, DISP_DTYPE_COUNT, DISP_LAYOUT_COUNT or the device
+ * {DISP_NUM_BACKENDS, -1} - values every function here refuses - rather
+ * than a plausible float32 or cpu. retain(NULL) returns NULL, release(NULL)
+ * and set_keyset(NULL, ...) do nothing. The inline disp_tensor_keys does
+ * not check (it is the typed call's fast path).
+ *
  * Body of the opaque types: src/tensor/tensor_internal.h.
  */
 #ifndef DISP_TENSOR_H
@@ -94,7 +108,8 @@ DISP_API int disp_dtype_is_quantized(disp_dtype dt);
  * disp_dtype_parse - the dtype named `name`: PyTorch's name ("float32"),
  * optionally prefixed "torch.", its alias ("float", "long", "half"), or its
  * ScalarType name ("Float"). Errors: DISP_ERR_INVALID_ARG naming the input
- * and listing the valid names; *out is untouched. Thread-safe.
+ * and listing the valid names, or a NULL name or out ("disp_dtype_parse:
+ * out is NULL"); *out is untouched. Thread-safe.
  */
 DISP_API disp_status disp_dtype_parse(const char *name, disp_dtype *out);
 
@@ -167,8 +182,8 @@ DISP_API const char *disp_device_type_name(disp_backend type);
  * because tensors and kernels may already use the old name).
  * The name must be 1..31 characters of [a-z_] (what a device string may
  * hold), start with a letter and not be another device type's name.
- * Errors: DISP_ERR_INVALID_ARG (bad name), DISP_ERR_DUPLICATE (already
- * renamed to something else). Thread-safe.
+ * Errors: DISP_ERR_INVALID_ARG (bad or NULL name), DISP_ERR_DUPLICATE
+ * (already renamed to something else). Thread-safe.
  */
 DISP_API disp_status disp_device_rename_privateuse1(const char *name);
 
@@ -182,7 +197,8 @@ DISP_API disp_status disp_device_validate(disp_device dev);
 /*
  * disp_device_format - writes "cpu", "cuda:1" or "npu:0" into buf (always
  * NUL-terminated when size > 0). Returns the length the full text needs,
- * like snprintf. Thread-safe.
+ * like snprintf; a NULL buf is measured, not written, whatever size says.
+ * Thread-safe.
  */
 DISP_API size_t disp_device_format(disp_device dev, char *buf, size_t size);
 
@@ -191,7 +207,8 @@ DISP_API size_t disp_device_format(disp_device dev, char *buf, size_t size);
  * *out. Errors (DISP_ERR_INVALID_ARG, *out untouched), worded as PyTorch's:
  * "Device string must not be empty", "Invalid device string: 'cuda:x'",
  * "Expected one of cpu, cuda, ... device type at start of device string: foo",
- * "CPU device index must be -1 or zero, got 1". Thread-safe.
+ * "CPU device index must be -1 or zero, got 1"; a NULL str or out:
+ * "disp_device_parse: str is NULL". Thread-safe.
  */
 DISP_API disp_status disp_device_parse(const char *str, disp_device *out);
 
@@ -224,7 +241,7 @@ DISP_API disp_status disp_allocator_register(disp_backend type, const disp_alloc
 
 /*
  * disp_allocator_get - the allocator of a device type, or NULL when none is
- * registered. Borrowed; the pointed-to struct is never modified and stays
+ * registered (or, with a message, when `type` is no disp_backend). Borrowed; the pointed-to struct is never modified and stays
  * valid for the life of the process, even after re-registration.
  * Thread-safe.
  */
@@ -239,8 +256,9 @@ typedef struct disp_storage disp_storage;
  * disp_storage_new - allocate nbytes on `dev` with the device type's
  * registered allocator. New reference; resizable. Meta storage has no
  * memory (data NULL) but remembers nbytes. Errors: DISP_ERR_INVALID_ARG
- * (bad device, no allocator registered for the device type),
- * DISP_ERR_NO_MEMORY (nothing leaked). Thread-safe.
+ * (bad device, no allocator registered for the device type, NULL out,
+ * nbytes above INT64_MAX), DISP_ERR_NO_MEMORY (nothing leaked).
+ * Thread-safe.
  */
 DISP_API disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out);
 
@@ -249,14 +267,17 @@ DISP_API disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_stora
  * On success the storage owns `data`: release(data, ctx) is called exactly
  * once when the last reference goes (release may be NULL: memory not
  * owned). On failure nothing is taken and release is not called. New
- * reference; not resizable. Errors: DISP_ERR_INVALID_ARG (bad device),
- * DISP_ERR_NO_MEMORY. Thread-safe.
+ * reference; not resizable. `data` may be NULL only when nbytes is 0, or
+ * on Meta, whose storages hold no memory (kernels never read it); ctx is
+ * only passed to release. Errors: DISP_ERR_INVALID_ARG (bad device;
+ * "disp_storage_new_with_data: data is NULL" for NULL data with nbytes > 0;
+ * NULL out; nbytes above INT64_MAX), DISP_ERR_NO_MEMORY. Thread-safe.
  */
 DISP_API disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device dev,
                                                 void (*release)(void *data, void *ctx),
                                                 void *ctx, disp_storage **out);
 
-/* disp_storage_retain - add a reference; returns st. Thread-safe. */
+/* disp_storage_retain - add a reference; returns st (NULL for NULL). Thread-safe. */
 DISP_API disp_storage *disp_storage_retain(disp_storage *st);
 
 /*
@@ -268,14 +289,17 @@ DISP_API void disp_storage_release(disp_storage *st);
 /*
  * Storage accessors: the data pointer (borrowed; NULL for meta storage and
  * zero bytes), the size in bytes, the device, and whether it may be resized
- * (storages from an allocator are, wrapped memory is not). Safe from any
- * thread while nobody resizes the storage; not synchronized with a resize.
+ * (storages from an allocator are, wrapped memory is not). `st` must not
+ * be NULL: a NULL storage reads as none (data NULL with the message
+ * "disp_storage_data: st is NULL", 0 bytes, device {DISP_NUM_BACKENDS, -1},
+ * not resizable). Safe from any thread while nobody resizes the storage;
+ * not synchronized with a resize.
  */
 DISP_API void *disp_storage_data(const disp_storage *st);
 DISP_API size_t disp_storage_nbytes(const disp_storage *st);
 DISP_API disp_device disp_storage_device(const disp_storage *st);
 DISP_API int disp_storage_resizable(const disp_storage *st);
-/* disp_storage_refcount - the current count, for tests. Thread-safe. */
+/* disp_storage_refcount - the current count, for tests (0 for NULL). Thread-safe. */
 DISP_API size_t disp_storage_refcount(const disp_storage *st);
 
 /* ==== tensors =========================================================== */
@@ -305,7 +329,8 @@ DISP_API disp_keyset disp_tensor_default_keyset(disp_device dev, disp_dtype dt,
  * version counter).
  * Errors: DISP_ERR_INVALID_ARG (ndim outside 0..DISP_TENSOR_MAX_DIMS,
  * negative size, bad dtype or device, no allocator registered for the
- * device type, size overflow), DISP_ERR_NO_MEMORY (nothing leaked).
+ * device type, size overflow; NULL sizes with ndim > 0: "disp_tensor_empty:
+ * sizes is NULL"; NULL out), DISP_ERR_NO_MEMORY (nothing leaked).
  * Thread-safe.
  */
 DISP_API disp_status disp_tensor_empty(const int64_t *sizes, int ndim, disp_dtype dt,
@@ -315,7 +340,8 @@ DISP_API disp_status disp_tensor_empty(const int64_t *sizes, int ndim, disp_dtyp
  * disp_tensor_empty_strided - like disp_tensor_empty with given strides
  * (elements); the storage is just big enough for the largest offset
  * (PyTorch's computeStorageNbytes). Errors as disp_tensor_empty, plus
- * DISP_ERR_INVALID_ARG for negative strides. Thread-safe.
+ * DISP_ERR_INVALID_ARG for negative strides and for NULL strides with
+ * ndim > 0. Thread-safe.
  */
 DISP_API disp_status disp_tensor_empty_strided(const int64_t *sizes, const int64_t *strides,
                                                int ndim, disp_dtype dt, disp_device dev,
@@ -327,8 +353,9 @@ DISP_API disp_status disp_tensor_empty_strided(const int64_t *sizes, const int64
  * (NULL: contiguous). The device is the storage's. `keys` empty means the
  * default key set. The tensor gets a fresh version counter (none when made
  * in inference mode: it is then an inference tensor). New reference.
- * Errors: DISP_ERR_INVALID_ARG (NULL storage, bad shape, negative offset,
- * out of the storage's bounds), DISP_ERR_NO_MEMORY. Thread-safe.
+ * Errors: DISP_ERR_INVALID_ARG (NULL st, NULL sizes with ndim > 0, NULL
+ * out, bad shape, negative offset, out of the storage's bounds),
+ * DISP_ERR_NO_MEMORY. Thread-safe.
  */
 DISP_API disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset,
                                                   const int64_t *sizes, const int64_t *strides,
@@ -341,8 +368,8 @@ DISP_API disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offs
  * NULL. On success the tensor owns `handle`: release(handle) is called
  * exactly once when it is freed (release may be NULL). On failure nothing
  * is taken. `layout` picks the key (DISP_LAYOUT_SPARSE_COO -> Sparse<B>).
- * New reference. Errors: DISP_ERR_INVALID_ARG (bad shape, dtype, device),
- * DISP_ERR_NO_MEMORY. Thread-safe.
+ * New reference. Errors: DISP_ERR_INVALID_ARG (bad shape, dtype, device;
+ * NULL sizes with ndim > 0, NULL out), DISP_ERR_NO_MEMORY. Thread-safe.
  */
 DISP_API disp_status disp_tensor_new_opaque(const int64_t *sizes, int ndim, disp_dtype dt,
                                             disp_layout layout, disp_device dev, void *handle,
@@ -353,14 +380,15 @@ DISP_API disp_status disp_tensor_new_opaque(const int64_t *sizes, int ndim, disp
  * version counter, key set, dtype, device and inference flag, with new
  * sizes, strides (NULL: contiguous) and storage offset (elements). New
  * reference; it keeps the storage alive after base is released.
- * Errors: DISP_ERR_INVALID_ARG (opaque base, bad shape, out of the
- * storage's bounds), DISP_ERR_NO_MEMORY. Thread-safe.
+ * Errors: DISP_ERR_INVALID_ARG (NULL or opaque base, NULL sizes with
+ * ndim > 0, NULL out, bad shape, out of the storage's bounds),
+ * DISP_ERR_NO_MEMORY. Thread-safe.
  */
 DISP_API disp_status disp_tensor_new_view(disp_tensor *base, const int64_t *sizes,
                                           const int64_t *strides, int ndim, int64_t offset,
                                           disp_tensor **out);
 
-/* disp_tensor_retain - add a reference; returns t. Thread-safe. */
+/* disp_tensor_retain - add a reference; returns t (NULL for NULL). Thread-safe. */
 DISP_API disp_tensor *disp_tensor_retain(disp_tensor *t);
 
 /*
@@ -370,14 +398,18 @@ DISP_API disp_tensor *disp_tensor_retain(disp_tensor *t);
  */
 DISP_API void disp_tensor_release(disp_tensor *t);
 
-/* disp_tensor_refcount - the current count, for tests. Thread-safe. */
+/* disp_tensor_refcount - the current count, for tests (0 for NULL). Thread-safe. */
 DISP_API size_t disp_tensor_refcount(const disp_tensor *t);
 
 /*
  * Getters. The tensor is borrowed; pointers returned are borrowed and valid
- * while the tensor lives and its shape is not changed. None fails or
- * allocates. Thread-safe among readers; not synchronized with a thread that
- * changes the tensor (set_keyset, set_requires_grad, a later resize_).
+ * while the tensor lives and its shape is not changed. None allocates.
+ * `t` must not be NULL: a getter of a pointer then returns NULL and sets
+ * "<getter>: t is NULL", a getter of a value returns "none" (Note [Tensor
+ * core NULL arguments]: 0, the empty key set, DISP_DTYPE_COUNT,
+ * DISP_LAYOUT_COUNT, device {DISP_NUM_BACKENDS, -1}). Thread-safe among
+ * readers; not synchronized with a thread that changes the tensor
+ * (set_keyset, set_requires_grad, a later resize_).
  */
 DISP_API int disp_tensor_ndim(const disp_tensor *t);
 /* The sizes array (ndim entries; not NULL, even for 0-dim). */
@@ -388,7 +420,8 @@ DISP_API const int64_t *disp_tensor_strides(const disp_tensor *t);
  * disp_tensor_size / disp_tensor_stride - one dimension, negative dims
  * counting from the end. Errors: DISP_ERR_INVALID_ARG ("Dimension out of
  * range (expected to be in range of [-2, 1], but got 2)"; for stride also
- * "opaque tensors do not have strides").
+ * "opaque tensors do not have strides"; a NULL t or out:
+ * "disp_tensor_size: out is NULL").
  */
 DISP_API disp_status disp_tensor_size(const disp_tensor *t, int64_t dim, int64_t *out);
 DISP_API disp_status disp_tensor_stride(const disp_tensor *t, int64_t dim, int64_t *out);
@@ -436,13 +469,14 @@ DISP_API uint64_t disp_tensor_version(const disp_tensor *t);
  * counter shared with the tensor's views. For an inference tensor it is a
  * no-op inside inference mode and an error outside (PyTorch: "Inplace
  * update to inference tensor outside InferenceMode is not allowed...").
- * Errors: DISP_ERR_INVALID_ARG. Thread-safe (atomic).
+ * Errors: DISP_ERR_INVALID_ARG (also for a NULL t). Thread-safe (atomic).
  */
 DISP_API disp_status disp_tensor_bump_version(disp_tensor *t);
 
 /*
  * disp_tensor_set_keyset - replace the key set (for backends that need
- * special keys). Not thread-safe: no other thread may use t meanwhile.
+ * special keys). NULL t: nothing happens. Not thread-safe: no other
+ * thread may use t meanwhile.
  */
 DISP_API void disp_tensor_set_keyset(disp_tensor *t, disp_keyset keys);
 
@@ -453,7 +487,8 @@ DISP_API int disp_tensor_requires_grad(const disp_tensor *t);
  * disp_tensor_set_requires_grad - set the flag. Errors (DISP_ERR_INVALID_ARG,
  * flag unchanged): "only Tensors of floating point dtype can require
  * gradients"; "Setting requires_grad=True on inference tensor outside
- * InferenceMode is not allowed." Not thread-safe for the same tensor.
+ * InferenceMode is not allowed."; "disp_tensor_set_requires_grad: t is
+ * NULL". Not thread-safe for the same tensor.
  */
 DISP_API disp_status disp_tensor_set_requires_grad(disp_tensor *t, int requires_grad);
 

@@ -24,12 +24,16 @@ extern "C" {
  * columns, "..." summaries beyond 1000 elements, and the suffixes PyTorch
  * adds: device for non-cpu tensors, dtype unless float32/int64/bool,
  * size= for empty tensors, and "tensor(..., device='meta', size=(2, 3))"
- * for tensors without data. Errors: DISP_ERR_INVALID_ARG (NULL, opaque
- * tensor), DISP_ERR_NO_MEMORY. Thread-safe for a tensor nobody writes.
+ * for tensors without data. Errors: DISP_ERR_INVALID_ARG (NULL t or out:
+ * "disp_tensor_format: t is NULL"; opaque tensor), DISP_ERR_NO_MEMORY. Thread-safe for a tensor nobody writes.
  */
 DISP_API disp_status disp_tensor_format(const disp_tensor *t, char **out);
 
-/* disp_tensor_print - disp_tensor_format followed by a newline, to f. */
+/*
+ * disp_tensor_print - disp_tensor_format followed by a newline, to f.
+ * Errors: those of disp_tensor_format; DISP_ERR_INVALID_ARG for a NULL f
+ * ("disp_tensor_print: f is NULL") or t.
+ */
 DISP_API disp_status disp_tensor_print(FILE *f, const disp_tensor *t);
 
 /*
@@ -38,8 +42,8 @@ DISP_API disp_status disp_tensor_print(FILE *f, const disp_tensor *t);
  * allclose; an infinity matches only the same infinity, nan matches nan
  * only when equal_nan). Elements are compared as doubles (integers
  * exactly), so the dtypes may differ. Sizes that differ give *out = 0.
- * Errors: DISP_ERR_INVALID_ARG (NULL, tensors without data, negative
- * tolerances).
+ * Errors: DISP_ERR_INVALID_ARG (a NULL a, b or out: "disp_tensor_allclose:
+ * a is NULL"; tensors without data, negative tolerances).
  */
 DISP_API disp_status disp_tensor_allclose(const disp_tensor *a, const disp_tensor *b, double rtol, double atol,
                                           int equal_nan, int *out);

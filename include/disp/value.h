@@ -171,11 +171,13 @@ DISP_API void disp_stack_clear(disp_stack *s);
 
 /*
  * disp_stack_at - the value `i` places from the bottom (0 = first pushed);
- * borrowed, valid until the stack changes. NULL when out of range.
+ * borrowed, valid until the stack changes. NULL when out of range, with a
+ * message ("disp_stack_at: index 5 is out of range for a stack of 2 values").
  */
 DISP_API disp_value *disp_stack_at(disp_stack *s, size_t i);
 
-/* disp_stack_peek - the value `i` places below the top (0 = top). Borrowed. */
+/* disp_stack_peek - the value `i` places below the top (0 = top). Borrowed;
+ * NULL with a message when out of range, as disp_stack_at. */
 DISP_API disp_value *disp_stack_peek(disp_stack *s, size_t i);
 
 /*
@@ -197,6 +199,8 @@ DISP_API disp_status disp_stack_push_int_list(disp_stack *s, const int64_t *v, s
 DISP_API disp_status disp_stack_push_double_list(disp_stack *s, const double *v, size_t n);
 DISP_API disp_status disp_stack_push_bool_list(disp_stack *s, const bool *v, size_t n);
 DISP_API disp_status disp_stack_push_tensor_list(disp_stack *s, disp_tensor *const *v, size_t n);
+/* A Device value: `type` a disp_backend, `index` -1 (none) up to INT16_MAX;
+ * anything else is DISP_ERR_INVALID_ARG. */
 DISP_API disp_status disp_stack_push_device(disp_stack *s, int32_t type, int32_t index);
 DISP_API disp_status disp_stack_push_generator(disp_stack *s, void *g);           /* NULL pushes None */
 DISP_API disp_status disp_stack_push_storage(disp_stack *s, disp_storage *st);    /* NULL pushes None */

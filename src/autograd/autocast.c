@@ -201,6 +201,8 @@ disp_status disp_autocast_promote_type(disp_dtype current, disp_backend device_t
   if (n > 0) DISP_REFUSE_NULL(tensors); /* no tensors may be NULL */
   int i = slot_of(device_type);
   if (i < 0) return no_autocast("disp_autocast_promote_type", device_type);
+  if ((int)current < 0 || (int)current >= DISP_DTYPE_COUNT)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "disp_autocast_promote_type: invalid dtype %d", (int)current);
   disp_dtype lower = tls_dtype[i];
   for (size_t k = 0; k < n; k++) {
     if (current == DISP_DTYPE_FLOAT64)

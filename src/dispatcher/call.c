@@ -18,6 +18,7 @@
 #include "tensor/tensor_ref_internal.h"
 #include "argcheck_internal.h"
 #include "boxed_check_internal.h"
+#include "c_args_check_internal.h"
 #include "error_internal.h"
 #include "registry_internal.h"
 #include "stack_internal.h"
@@ -449,16 +450,26 @@ static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, dis
   return st;
 }
 
-static disp_status read_va(const disp_signature *sig, va_list *ap, disp_cvalue *args, void **outs,
-                           disp_keyset *keys) {
+/* How a call with C arguments picks its kernel. */
+typedef enum { VA_CALL, VA_REDISPATCH, VA_GIVEN } va_mode;
+
+/* Reads the C arguments and the out-pointers; a NULL pointer is refused by
+ * Note [NULL arguments], naming the public function the caller called
+ * (Note [Checking C arguments]). */
+static disp_status read_va(const char *fn, const disp_op *op, const disp_signature *sig, va_list *ap,
+                           disp_cvalue *args, void **outs, disp_keyset *keys) {
   keys->repr = 0;
   for (int i = 0; i < sig->nargs; i++) {
     disp__cvalue_from_va(sig->args[i], ap, &args[i]);
+    disp_status st = disp__check_c_arg(fn, op, sig, i, &args[i]);
+    if (st != DISP_OK) return st;
     if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
   }
   for (int i = 0; i < sig->nrets; i++) {
     outs[i] = va_arg(*ap, void *);
-    if (!outs[i]) return DISP_ERR_INVALID_ARG;
+    if (!outs[i])
+      return disp__fail(DISP_ERR_INVALID_ARG, "%s: out is NULL (the out-pointer for return %d of %s)",
+                        fn, i, op->name);
   }
   return DISP_OK;
 }
@@ -472,20 +483,17 @@ static disp_status usable(const disp_op *op, const disp_signature **sig) {
   return DISP_OK;
 }
 
-/* How a call with C arguments picks its kernel. */
-typedef enum { VA_CALL, VA_REDISPATCH, VA_GIVEN } va_mode;
-
-/* The body of disp_call, disp_redispatch and disp_call_kernel: read the C
- * arguments, find the kernel (unless given), run it. */
-static disp_status call_va(const disp_op *op, va_mode mode, disp_dispatch d, va_list *ap) {
+/* The body of disp_call, disp_redispatch and disp_call_[boxed_]kernel (the
+ * public function `fn`): read the C arguments, find the kernel (unless
+ * given), run it. */
+static disp_status call_va(const char *fn, const disp_op *op, va_mode mode, disp_dispatch d, va_list *ap) {
   const disp_signature *sig;
   disp_status st = usable(op, &sig);
   if (st != DISP_OK) return st;
   disp_cvalue args[DISP_MAX_ARGS];
   void *outs[DISP_MAX_RETS];
   disp_keyset keys;
-  if ((st = read_va(sig, ap, args, outs, &keys)) != DISP_OK)
-    return disp__fail(st, "%s: an out-pointer for a return is NULL", op->name);
+  if ((st = read_va(fn, op, sig, ap, args, outs, &keys)) != DISP_OK) return st;
   if (mode == VA_GIVEN) return run_cvalues(op, sig, d, args, outs);
   uint64_t seq = disp__error_seq;
   d = mode == VA_CALL ? pick(op, apply_tls(keys), 1) : pick(op, d.ks, 0);
@@ -501,7 +509,7 @@ disp_status disp_call(const disp_op *op, ...) {
   disp_dispatch none = {0};
   va_list ap;
   va_start(ap, op);
-  disp_status st = call_va(op, VA_CALL, none, &ap);
+  disp_status st = call_va(__func__, op, VA_CALL, none, &ap);
   va_end(ap);
   return st;
 }
@@ -511,7 +519,7 @@ disp_status disp_redispatch(const disp_op *op, disp_keyset ks, ...) {
   disp_dispatch d = {.ks = ks};
   va_list ap;
   va_start(ap, ks);
-  disp_status st = call_va(op, VA_REDISPATCH, d, &ap);
+  disp_status st = call_va(__func__, op, VA_REDISPATCH, d, &ap);
   va_end(ap);
   return st;
 }
@@ -520,7 +528,7 @@ disp_status disp_call_kernel(const disp_op *op, disp_dispatch d, ...) {
   DISP_REFUSE_NULL(op);
   va_list ap;
   va_start(ap, d);
-  disp_status st = call_va(op, VA_GIVEN, d, &ap);
+  disp_status st = call_va(__func__, op, VA_GIVEN, d, &ap);
   va_end(ap);
   return st;
 }
@@ -531,7 +539,7 @@ disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn, void *us
   disp_dispatch d = {.kernel = {.boxed = fn, .user_data = user_data}, .ks = ks};
   va_list ap;
   va_start(ap, ks);
-  disp_status st = call_va(op, VA_GIVEN, d, &ap);
+  disp_status st = call_va(__func__, op, VA_GIVEN, d, &ap);
   va_end(ap);
   return st;
 }
@@ -577,17 +585,21 @@ static disp_status closure_stale(const disp_op *op, const typed_entry *e) {
   return st;
 }
 
-/* Reads the closure's C arguments into args/outs and ORs their key sets. */
-static disp_keyset closure_args(const disp_signature *sig, void **avalues, disp_cvalue *args, void **outs) {
-  disp_keyset keys = {0};
+/* Reads the closure's C arguments into args/outs, checks them (Note
+ * [Checking C arguments]) and ORs their key sets into *keys. */
+static disp_status closure_args(const disp_op *op, const disp_signature *sig, void **avalues, disp_cvalue *args,
+                                void **outs, disp_keyset *keys) {
+  keys->repr = 0;
   for (int i = 0; i < sig->nargs; i++) {
     /* Each avalues[i] points at an argument of the C type the cif names. */
     memset(&args[i], 0, sizeof args[i]);
     memcpy(&args[i], avalues[i], sig->cif[0].arg_types[i]->size);
-    if (sig->key_args & (UINT64_C(1) << i)) keys.repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
+    disp_status st = disp__check_c_arg("the typed entry", op, sig, i, &args[i]);
+    if (st != DISP_OK) return st;
+    if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
   }
   for (int i = 0; i < sig->nrets; i++) outs[i] = *(void **)avalues[sig->nargs + i];
-  return keys;
+  return DISP_OK;
 }
 
 static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_data) {
@@ -604,7 +616,8 @@ static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_
   } else {
     disp_cvalue args[DISP_MAX_ARGS];
     void *outs[DISP_MAX_RETS];
-    disp_keyset keys = closure_args(e->sig, avalues, args, outs);
+    disp_keyset keys;
+    if ((st = closure_args(op, e->sig, avalues, args, outs, &keys)) != DISP_OK) goto done;
     for (int i = 0; i < e->sig->nrets; i++)
       if (!outs[i]) {
         st = disp__fail(DISP_ERR_INVALID_ARG, "%s: an out-pointer for a return is NULL", op->name);
@@ -747,6 +760,13 @@ disp_status disp_stack_fill_defaults(const disp_op *op, disp_stack *stack, size_
   if (!schema || schema->num_args != (size_t)sig->nargs) /* removed or redefined meanwhile */
     return disp__fail(DISP_ERR_OP_NOT_FOUND, "%s changed while its defaults were read", op->name);
   size_t before = disp_stack_size(stack);
+  if (given > before)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_stack_fill_defaults: given is %zu, but the stack holds %zu value%s",
+                      given, before, before == 1 ? "" : "s");
+  if (given > schema->num_args)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "%s() expected at most %zu argument(s) but received %zu argument(s). Declaration: %s",
+                      disp_schema_base_name(schema), schema->num_args, given, op->name);
   for (size_t i = given; i < schema->num_args && st == DISP_OK; i++) {
     const disp_argument *a = &schema->args[i];
     if (!a->default_value)

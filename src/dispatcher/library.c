@@ -9,7 +9,9 @@
  * is drained by disp__ensure_init(): all DEF/FRAGMENT blocks first, then all
  * IMPL blocks, each in link order, so an impl never runs before the def it
  * checks against, whatever the object-file order. Drained nodes are kept so
- * that disp_shutdown() followed by disp_init() starts over with them.
+ * that disp_shutdown() followed by disp_init() starts over with them. The
+ * built-in libraries (builtins_internal.h) join the first drain ahead of every
+ * queued block, as if their constructors had run first.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -19,11 +21,13 @@
 #include <ffi.h>
 
 #include "argcheck_internal.h"
+#include "builtins_internal.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
+#include "single_copy_internal.h"
 #include "strbuf_internal.h"
 
 struct disp_library {
@@ -88,8 +92,11 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
                              const char *file, int line, disp_library **out) {
   DISP_REFUSE_NULL(ns);
   DISP_REFUSE_NULL(out);
+  if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
   if ((unsigned)kind > DISP_LIBRARY_IMPL)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: invalid library kind %d", (int)kind);
+  if ((unsigned)key >= DISP_KEY_COUNT)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_library_new: invalid dispatch key %d", (int)key);
   if (check_namespace(kind, ns) != DISP_OK) return DISP_ERR_INVALID_ARG;
   if (kind == DISP_LIBRARY_IMPL && key != DISP_KEY_UNDEFINED && !disp_key_is_alias(key) &&
       disp_key_table_index(key) <= 0)
@@ -293,12 +300,27 @@ static void run_node(disp_library_node *node) {
   }
 }
 
+/* Puts the built-in libraries in front of `fifo`, the first time only: from
+ * then on they are drained nodes like the others. Under g_init_lock. */
+static disp_library_node *builtins_first(disp_library_node *fifo) {
+  static int queued;
+  if (queued) return fifo;
+  queued = 1;
+  for (size_t i = disp__builtin_library_count; i-- > 0;) {
+    disp__builtin_libraries[i].next = fifo;
+    fifo = &disp__builtin_libraries[i];
+  }
+  return fifo;
+}
+
 void disp__ensure_init(void) {
   if (atomic_load_explicit(&g_ready, memory_order_acquire) && !atomic_load(&g_queue)) return;
   if (tls_draining) return;
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1;
-  if (!disp__registry.initialized) {
+  disp__single_copy_check();
+  int refuse = disp__is_second_copy(); /* Note [A second copy] */
+  if (!disp__registry.initialized && !refuse) {
     disp__trace_init();
     pthread_mutex_lock(&disp__registry.lock);
     if (disp__install_builtin_fallbacks() == DISP_OK) disp__registry.initialized = 1;
@@ -313,6 +335,7 @@ void disp__ensure_init(void) {
     n->next = fifo;
     fifo = n;
   }
+  if (!refuse) fifo = builtins_first(fifo);
   for (int pass = 0; pass < 2; pass++)
     for (disp_library_node *n = fifo; n; n = n->next)
       if ((n->kind == DISP_LIBRARY_IMPL) == pass) run_node(n);
@@ -326,7 +349,7 @@ void disp__ensure_init(void) {
 void disp_init(void) { disp__ensure_init(); }
 
 disp_status disp_registry_check(void) {
-  disp__ensure_init();
+  if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp_status st = DISP_OK;

@@ -15,6 +15,7 @@
 #include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
+#include "single_copy_internal.h"
 #include "strbuf_internal.h"
 
 disp_registry disp__registry = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -198,6 +199,7 @@ const disp_schema *disp_op_schema(const disp_op *op) {
 disp_status disp_op_find(const char *qualified_name, const disp_op **out) {
   DISP_REFUSE_NULL(qualified_name);
   DISP_REFUSE_NULL(out);
+  if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
   disp__lock();
   disp_op *op = disp__op_lookup(qualified_name);
   int defined = op && atomic_load(&op->schema);
@@ -222,6 +224,7 @@ static int cmp_str(const void *a, const void *b) {
 disp_status disp_op_list(const char ***names, size_t *count) {
   DISP_REFUSE_NULL(names);
   DISP_REFUSE_NULL(count);
+  if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
   disp__lock();
   size_t n = 0, i = 0;
   disp_op *op, *tmp;

@@ -386,6 +386,21 @@ static const disp_argument *ret_at(const disp_schema *s, size_t i) {
   return s && i < s->num_rets ? &s->rets[i] : NULL;
 }
 
+/* arg_at / ret_at for the pointer accessors: past the end is NULL with a
+ * message naming `fn` (Note [NULL arguments] (b)). */
+static const disp_argument *arg_or_fail(const disp_schema *s, size_t i, const char *fn) {
+  if (i < s->num_args) return &s->args[i];
+  disp__fail(DISP_ERR_INVALID_ARG, "%s: index %zu is out of range for %zu argument%s", fn, i, s->num_args,
+             s->num_args == 1 ? "" : "s");
+  return NULL;
+}
+static const disp_argument *ret_or_fail(const disp_schema *s, size_t i, const char *fn) {
+  if (i < s->num_rets) return &s->rets[i];
+  disp__fail(DISP_ERR_INVALID_ARG, "%s: index %zu is out of range for %zu return%s", fn, i, s->num_rets,
+             s->num_rets == 1 ? "" : "s");
+  return NULL;
+}
+
 static int is_write(const disp_argument *a) { return a && a->alias && a->alias->is_write; }
 
 static const char *alias_set(const disp_argument *a) {
@@ -398,17 +413,17 @@ static const char *alias_set(const disp_argument *a) {
 
 const char *disp_schema_argument_name(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  const disp_argument *a = arg_at(s, i);
+  const disp_argument *a = arg_or_fail(s, i, "disp_schema_argument_name");
   return a ? a->name : NULL;
 }
 const disp_type *disp_schema_argument_type(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  const disp_argument *a = arg_at(s, i);
+  const disp_argument *a = arg_or_fail(s, i, "disp_schema_argument_type");
   return a ? a->type : NULL;
 }
 const char *disp_schema_argument_type_str(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  const disp_argument *a = arg_at(s, i);
+  const disp_argument *a = arg_or_fail(s, i, "disp_schema_argument_type_str");
   return a ? a->type_str : NULL;
 }
 int64_t disp_schema_argument_list_size(const disp_schema *s, size_t i) {
@@ -425,28 +440,29 @@ int disp_schema_argument_has_default(const disp_schema *s, size_t i) {
 }
 const char *disp_schema_argument_default_str(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  const disp_argument *a = arg_at(s, i);
+  const disp_argument *a = arg_or_fail(s, i, "disp_schema_argument_default_str");
   return a ? a->default_str : NULL;
 }
 int disp_schema_argument_is_write(const disp_schema *s, size_t i) { return is_write(arg_at(s, i)); }
 const char *disp_schema_argument_alias_set(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  return alias_set(arg_at(s, i));
+  const disp_argument *a = arg_or_fail(s, i, "disp_schema_argument_alias_set");
+  return a ? alias_set(a) : NULL;
 }
 
 const char *disp_schema_return_name(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  const disp_argument *a = ret_at(s, i);
+  const disp_argument *a = ret_or_fail(s, i, "disp_schema_return_name");
   return a ? a->name : NULL;
 }
 const disp_type *disp_schema_return_type(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  const disp_argument *a = ret_at(s, i);
+  const disp_argument *a = ret_or_fail(s, i, "disp_schema_return_type");
   return a ? a->type : NULL;
 }
 const char *disp_schema_return_type_str(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  const disp_argument *a = ret_at(s, i);
+  const disp_argument *a = ret_or_fail(s, i, "disp_schema_return_type_str");
   return a ? a->type_str : NULL;
 }
 int64_t disp_schema_return_list_size(const disp_schema *s, size_t i) {
@@ -456,7 +472,8 @@ int64_t disp_schema_return_list_size(const disp_schema *s, size_t i) {
 int disp_schema_return_is_write(const disp_schema *s, size_t i) { return is_write(ret_at(s, i)); }
 const char *disp_schema_return_alias_set(const disp_schema *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  return alias_set(ret_at(s, i));
+  const disp_argument *a = ret_or_fail(s, i, "disp_schema_return_alias_set");
+  return a ? alias_set(a) : NULL;
 }
 
 /* No type has kind None's place to fill: a NULL type reads as `None`. */
@@ -464,7 +481,10 @@ disp_type_kind disp_schema_type_kind(const disp_type *t) { return t ? t->kind : 
 size_t disp_schema_type_num_elements(const disp_type *t) { return t ? t->num_elems : 0; }
 const disp_type *disp_schema_type_element(const disp_type *t, size_t i) {
   DISP_REFUSE_NULL_PTR(t);
-  return i < t->num_elems ? t->elems[i] : NULL;
+  if (i < t->num_elems) return t->elems[i];
+  disp__fail(DISP_ERR_INVALID_ARG, "disp_schema_type_element: index %zu is out of range for %zu element%s", i,
+             t->num_elems, t->num_elems == 1 ? "" : "s");
+  return NULL;
 }
 const char *disp_schema_type_name(const disp_type *t) {
   DISP_REFUSE_NULL_PTR(t);

@@ -83,14 +83,21 @@ void disp_stack_free(disp_stack *s) {
 
 size_t disp_stack_size(const disp_stack *s) { return s ? s->len : 0; }
 
+/* NULL, with a message naming `fn`, for an index past the stack's end. */
+static disp_value *index_past_end(const char *fn, const disp_stack *s, size_t i) {
+  disp__fail(DISP_ERR_INVALID_ARG, "%s: index %zu is out of range for a stack of %zu value%s", fn, i, s->len,
+             s->len == 1 ? "" : "s");
+  return NULL;
+}
+
 disp_value *disp_stack_at(disp_stack *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  return i < s->len ? &s->v[i] : NULL;
+  return i < s->len ? &s->v[i] : index_past_end("disp_stack_at", s, i);
 }
 
 disp_value *disp_stack_peek(disp_stack *s, size_t i) {
   DISP_REFUSE_NULL_PTR(s);
-  return i < s->len ? &s->v[s->len - 1 - i] : NULL;
+  return i < s->len ? &s->v[s->len - 1 - i] : index_past_end("disp_stack_peek", s, i);
 }
 
 /* Reserve one slot; the value is moved in by the caller. */
@@ -234,6 +241,10 @@ disp_status disp_stack_push_tensor_list(disp_stack *s, disp_tensor *const *x, si
 
 disp_status disp_stack_push_device(disp_stack *s, int32_t type, int32_t index) {
   DISP_REFUSE_NULL(s);
+  if (type < 0 || type >= DISP_NUM_BACKENDS)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_stack_push_device: invalid device type %d", (int)type);
+  if (index < -1 || index > INT16_MAX) /* disp_device keeps an int16_t, as c10::DeviceIndex */
+    return disp__fail(DISP_ERR_INVALID_ARG, "Device index must be -1 or non-negative, got %d", (int)index);
   disp_value v = {.tag = DISP_VALUE_DEVICE};
   v.u.device.type = type;
   v.u.device.index = index;

@@ -27,6 +27,7 @@
 #include "conv_util.h"
 #include "tensor/dtype_cast.h"
 #include "gemm.h"
+#include "tensor/checked_math_internal.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
 
@@ -100,8 +101,11 @@ enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
  * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
 static disp_status run_prim(int prim, const geom *gm, const double *a, const double *b, double *y) {
   int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * K;
-  double *cols = malloc(sizeof(double) * (size_t)(ck * OUT > 0 ? ck * OUT : 1));
+  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * K, ncols;
+  size_t bytes;
+  double *cols = NULL;
+  if (!disp__mul_i64(ck, OUT, &ncols) && !disp__mul_size(sizeof(double), (size_t)(ncols > 0 ? ncols : 1), &bytes))
+    cols = malloc(bytes);
   if (!cols) return disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   disp_status st = DISP_OK;
   if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(double) * (size_t)(gm->n * gm->ci * IN));
@@ -143,9 +147,10 @@ static disp_status expand_param(const char *op, disp_int_list l, const char *nam
     for (int i = 0; i < sd; i++) out[i] = l.data[0];
     return DISP_OK;
   }
-  if ((int)l.len != sd) {
+  if (l.len != (size_t)sd) {
     char buf[160];
-    disp__conv_format_list(buf, sizeof buf, l.data, (int)l.len);
+    /* the message shows at most the first 16 values of a long list */
+    disp__conv_format_list(buf, sizeof buf, l.data, l.len > 16 ? 16 : (int)l.len);
     return FAIL("%s: expected %s to be a single integer value or a list of %d values to match the "
                 "convolution dimensions, but got %s=%s", op, name, sd, name, buf);
   }
@@ -206,22 +211,31 @@ static disp_status conv_shape(const char *op, disp_tensor *input, disp_tensor *w
     if (bias && (bias->ndim != 1 || bias->sizes[0] != weight->sizes[0]))
       return FAIL("%s: Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but "
                   "got bias of size %s instead", op, ws, (long long)weight->sizes[0], bs);
-    int bad = 0;
-    char pin[96] = "", pk[96] = "";
+    int bad = 0, too_big = 0;
+    char pin[160] = "", pk[160] = "";
     size_t a = 0, b = 0;
     for (int i = 0; i < sd; i++) {
-      int64_t padded = input->sizes[2 + i] + 2 * pr->padding[i];
-      int64_t ks = pr->dilation[i] * (weight->sizes[2 + i] - 1) + 1;
+      /* exact: 1.13's int64 versions wrap for huge padding or dilation */
+      disp__conv_i128 padded = (disp__conv_i128)input->sizes[2 + i] + 2 * (disp__conv_i128)pr->padding[i];
+      disp__conv_i128 ks = (disp__conv_i128)pr->dilation[i] * (weight->sizes[2 + i] - 1) + 1;
       if (padded < ks) bad = 1;
-      a += (size_t)snprintf(pin + a, sizeof pin - a, "%s%lld", i ? " x " : "", (long long)padded);
-      b += (size_t)snprintf(pk + b, sizeof pk - b, "%s%lld", i ? " x " : "", (long long)ks);
+      if (padded > INT64_MAX) too_big = 1;
+      char v[48];
+      disp__conv_format_i128(v, sizeof v, padded);
+      a += (size_t)snprintf(pin + a, sizeof pin - a, "%s%s", i ? " x " : "", v);
+      disp__conv_format_i128(v, sizeof v, ks);
+      b += (size_t)snprintf(pk + b, sizeof pk - b, "%s%s", i ? " x " : "", v);
       if (a >= sizeof pin) a = sizeof pin - 1;
       if (b >= sizeof pk) b = sizeof pk - 1;
-      osz[2 + i] = (padded - ks) / pr->stride[i] + 1;
+      osz[2 + i] = padded < ks || too_big ? 0 : (int64_t)((padded - ks) / pr->stride[i] + 1);
     }
     if (bad)
       return FAIL("%s: Calculated padded input size per channel: (%s). Kernel size: (%s). Kernel size "
                   "can't be greater than actual input size", op, pin, pk);
+    /* the output would fit, but no input index could be computed in int64 */
+    if (too_big)
+      return FAIL("%s: Calculated padded input size per channel: (%s). Padded sizes past %lld are not "
+                  "supported", op, pin, (long long)INT64_MAX);
     osz[1] = weight->sizes[0];
   } else {
     if (input->sizes[1] != weight->sizes[0])
@@ -236,11 +250,20 @@ static disp_status conv_shape(const char *op, disp_tensor *input, disp_tensor *w
         return FAIL("%s: output padding must be smaller than either stride or dilation, but got "
                     "output_padding=%lld, stride=%lld, dilation=%lld", op, (long long)pr->outpad[i],
                     (long long)pr->stride[i], (long long)pr->dilation[i]);
-      osz[2 + i] = (input->sizes[2 + i] - 1) * pr->stride[i] - 2 * pr->padding[i] +
-                   pr->dilation[i] * (weight->sizes[2 + i] - 1) + pr->outpad[i] + 1;
-      if (osz[2 + i] < 1)
+      /* exact, as above: each product is below 2^126, the sum below 2^127 */
+      disp__conv_i128 o = (disp__conv_i128)(input->sizes[2 + i] - 1) * pr->stride[i] -
+                          2 * (disp__conv_i128)pr->padding[i] +
+                          (disp__conv_i128)pr->dilation[i] * (weight->sizes[2 + i] - 1) + pr->outpad[i] + 1;
+      char v[48];
+      disp__conv_format_i128(v, sizeof v, o);
+      if (o < 1)
         return FAIL("%s: Given input size per channel: %s. Calculated output size per channel is "
-                    "non-positive (%lld). Output size is too small", op, is, (long long)osz[2 + i]);
+                    "non-positive (%s). Output size is too small", op, is, v);
+      /* the regular convolution behind it pads this output */
+      if (o + 2 * (disp__conv_i128)pr->padding[i] > INT64_MAX)
+        return FAIL("%s: Given input size per channel: %s. Calculated output size per channel (%s) plus "
+                    "padding is past %lld, which is not supported", op, is, v, (long long)INT64_MAX);
+      osz[2 + i] = (int64_t)o;
     }
     osz[1] = weight->sizes[1] * g;
   }
@@ -490,7 +513,8 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
   for (int i = 0; st == DISP_OK && !pr.transposed && i < pr.sd; i++)
     if (pr.outpad[i]) {
       char buf[96];
-      disp__conv_format_list(buf, sizeof buf, output_padding.data, (int)output_padding.len);
+      disp__conv_format_list(buf, sizeof buf, output_padding.data,
+                             output_padding.len > 16 ? 16 : (int)output_padding.len);
       st = FAIL("%s: output_padding is not supported for non-transposed convolutions; got: %s", op, buf);
     }
   if (st == DISP_OK && grad_output->ndim != input->ndim)

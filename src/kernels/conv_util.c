@@ -7,12 +7,28 @@
 #include <stdlib.h>
 
 #include "gemm.h"
+#include "tensor/checked_math_internal.h"
 
 void disp__conv_format_list(char *buf, size_t n, const int64_t *v, int len) {
   size_t k = (size_t)snprintf(buf, n, "[");
   for (int i = 0; i < len && k < n; i++)
     k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)v[i]);
   if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+void disp__conv_format_i128(char *buf, size_t n, disp__conv_i128 v) {
+  char digits[48];
+  int k = (int)sizeof digits;
+  digits[--k] = '\0';
+  /* digits of |v| from the lowest; v's sign kept apart so INT128_MIN works */
+  int neg = v < 0;
+  do {
+    int d = (int)(v % 10);
+    digits[--k] = (char)('0' + (d < 0 ? -d : d));
+    v /= 10;
+  } while (v != 0);
+  if (neg) digits[--k] = '-';
+  snprintf(buf, n, "%s", digits + k);
 }
 
 int disp__conv_channels_last(const disp_tensor *t) {
@@ -27,7 +43,8 @@ int disp__conv_channels_last(const disp_tensor *t) {
     /* Ambiguous layouts count as NCHW. */
     if (d == 0 && min == t->strides[1]) return 0;
     min = t->strides[d];
-    if (t->sizes[d] > 1) min *= t->sizes[d];
+    /* past int64 no later stride can reach min */
+    if (t->sizes[d] > 1 && disp__mul_i64(min, t->sizes[d], &min)) return i == 3;
   }
   return 1;
 }

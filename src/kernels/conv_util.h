@@ -14,6 +14,14 @@
 /* "[2, 3, 4]" into buf (truncated to n bytes). */
 void disp__conv_format_list(char *buf, size_t n, const int64_t *v, int len);
 
+/* Exact integers for output-size formulas whose int64 terms can pass
+ * int64 (huge padding, dilation, stride): every intermediate of 1.13's
+ * formulas fits 128 bits, so the result is exact and then checked. */
+__extension__ typedef __int128 disp__conv_i128;
+
+/* v in decimal into buf (truncated to n bytes). */
+void disp__conv_format_i128(char *buf, size_t n, disp__conv_i128 v);
+
 /* PyTorch's is_channels_last_strides_2d (4-D tensors; 0 otherwise): the
  * layout suggest_memory_format() reports as ChannelsLast. */
 int disp__conv_channels_last(const disp_tensor *t);

@@ -17,6 +17,7 @@
 #include "tensor/dtype_cast.h"
 #include "elementwise_copy.h"
 #include "strbuf_internal.h"
+#include "tensor/checked_math_internal.h"
 
 static int host_device(disp_backend b) { return b == DISP_BACKEND_CPU || b == DISP_BACKEND_META; }
 
@@ -276,10 +277,9 @@ disp_status disp__cia_item(disp_tensor *self, disp_scalar *out0) {
 
 static disp_status resize_impl(disp_tensor *self, disp_int_list size, int32_t memory_format, disp_tensor **out) {
   if (!self->storage) return disp_set_error(DISP_ERR_INVALID_ARG, "resize_: tensor has no storage");
-  int n = (int)size.len;
-  if (size.len > DISP_TENSOR_MAX_DIMS)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "resize_: too many dimensions (%zu)", size.len);
-  disp_status st = disp__tensor_check_shape("resize_", size.data, NULL, n, NULL);
+  int n = 0;
+  disp_status st = disp__check_ndim("resize_", size.len, &n);
+  if (st == DISP_OK) st = disp__tensor_check_shape("resize_", size.data, NULL, n, NULL);
   if (st != DISP_OK) return st;
   int64_t strides[DISP_TENSOR_MAX_DIMS];
   if (memory_format == DISP_MEMORY_FORMAT_PRESERVE)
@@ -382,11 +382,12 @@ disp_status disp__meta_set__source_Storage(disp_tensor *self, disp_storage *sour
 
 static disp_status set_geometry(disp_tensor *self, disp_storage *source, int64_t storage_offset, disp_int_list size,
                                 disp_int_list stride, disp_tensor **out) {
-  if (size.len > DISP_TENSOR_MAX_DIMS)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "set_: too many dimensions (%zu)", size.len);
+  int n = 0;
+  disp_status st = disp__check_ndim("set_", size.len, &n);
+  if (st != DISP_OK) return st;
   if (stride.len != 0 && stride.len != size.len)
     return disp_set_error(DISP_ERR_INVALID_ARG, "mismatch in length of strides and shape");
-  return set_storage(self, source, storage_offset, size.data, stride.len ? stride.data : NULL, (int)size.len, out);
+  return set_storage(self, source, storage_offset, size.data, stride.len ? stride.data : NULL, n, out);
 }
 
 disp_status disp__cpu_set__source_Storage_storage_offset(disp_tensor *self, disp_storage *source,

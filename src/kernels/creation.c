@@ -12,6 +12,7 @@
 #include "aten_kernels.h"
 #include "disp/aten.h"
 #include "elementwise_copy.h"
+#include "tensor/checked_math_internal.h"
 
 static disp_status check_layout(const char *op, int32_t layout) {
   if (layout < 0 || layout == DISP_LAYOUT_STRIDED) return DISP_OK;
@@ -29,17 +30,19 @@ static disp_status check_dtype_arg(const char *op, int32_t dtype) {
 
 static disp_status empty_impl(disp_backend backend, disp_int_list size, int32_t dtype, int32_t layout,
                               int32_t memory_format, disp_tensor **out) {
+  int ndim = 0;
   disp_status st = check_layout("empty", layout);
   if (st == DISP_OK) st = check_dtype_arg("empty", dtype);
-  if (st == DISP_OK) st = disp__tensor_check_shape("empty", size.data, NULL, (int)size.len, NULL);
+  if (st == DISP_OK) st = disp__check_ndim("empty", size.len, &ndim);
+  if (st == DISP_OK) st = disp__tensor_check_shape("empty", size.data, NULL, ndim, NULL);
   if (st != DISP_OK) return st;
   int64_t strides[DISP_TENSOR_MAX_DIMS];
   if (memory_format == DISP_MEMORY_FORMAT_PRESERVE)
     return disp_set_error(DISP_ERR_INVALID_ARG, "Preserve memory format is unsupported for empty");
-  st = disp__ew_strides_for_format(size.data, (int)size.len, memory_format, strides);
+  st = disp__ew_strides_for_format(size.data, ndim, memory_format, strides);
   if (st != DISP_OK) return st;
   disp_dtype dt = dtype < 0 ? DISP_DTYPE_FLOAT32 : (disp_dtype)dtype;
-  return disp_tensor_empty_strided(size.data, strides, (int)size.len, dt, disp_device_make(backend, -1), out);
+  return disp_tensor_empty_strided(size.data, strides, ndim, dt, disp_device_make(backend, -1), out);
 }
 
 disp_status disp__cpu_empty_memory_format(disp_int_list size, int32_t dtype, int32_t layout, disp_opt_device device,
@@ -61,8 +64,11 @@ static disp_status empty_strided_impl(disp_backend backend, disp_int_list size, 
   if (st != DISP_OK) return st;
   if (size.len != stride.len)
     return disp_set_error(DISP_ERR_INVALID_ARG, "mismatch in length of strides and shape");
+  int ndim = 0;
+  st = disp__check_ndim("empty_strided", size.len, &ndim);
+  if (st != DISP_OK) return st;
   disp_dtype dt = dtype < 0 ? DISP_DTYPE_FLOAT32 : (disp_dtype)dtype;
-  return disp_tensor_empty_strided(size.data, stride.data, (int)size.len, dt, disp_device_make(backend, -1), out);
+  return disp_tensor_empty_strided(size.data, stride.data, ndim, dt, disp_device_make(backend, -1), out);
 }
 
 disp_status disp__cpu_empty_strided(disp_int_list size, disp_int_list stride, int32_t dtype, int32_t layout,
@@ -137,13 +143,27 @@ disp_status disp__cea_scalar_tensor(disp_scalar s, int32_t dtype, int32_t layout
 
 static int scalar_is_integral(disp_scalar s) { return s.kind == DISP_SCALAR_INT || s.kind == DISP_SCALAR_BOOL; }
 
-static int64_t scalar_to_i64(disp_scalar s) {
+/* 1.13's Scalar::to<int64_t>: a double outside int64 (or nan) is refused,
+ * not converted (the conversion would be undefined behaviour). */
+static disp_status scalar_to_i64(disp_scalar s, int64_t *out) {
   if (s.kind == DISP_SCALAR_DOUBLE) {
     double d = s.v.d;
-    if (!(d > -9223372036854775808.0) || d >= 9223372036854775808.0) return INT64_MIN;
-    return (int64_t)d;
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+      return disp_set_error(DISP_ERR_INVALID_ARG, "value cannot be converted to type int64_t without overflow");
+    *out = (int64_t)d;
+    return DISP_OK;
   }
-  return s.kind == DISP_SCALAR_BOOL ? (int64_t)s.v.b : s.v.i;
+  *out = s.kind == DISP_SCALAR_BOOL ? (int64_t)s.v.b : s.v.i;
+  return DISP_OK;
+}
+
+/* ceil((end - start) / step) for an int64 arange whose bounds agree with
+ * the step's sign: 1.13's (end - start + step - sgn) / step, which wraps
+ * for extreme bounds; here exact, as the distance fits uint64. */
+static uint64_t arange_count(int64_t start, int64_t end, int64_t step) {
+  uint64_t dist = step > 0 ? (uint64_t)end - (uint64_t)start : (uint64_t)start - (uint64_t)end;
+  uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+  return dist / mag + (dist % mag != 0);
 }
 
 static disp_status arange_impl(disp_scalar start, disp_scalar end, disp_scalar step, int32_t dtype, int32_t layout,
@@ -162,18 +182,22 @@ static disp_status arange_impl(disp_scalar start, disp_scalar end, disp_scalar s
   /* PyTorch computes in the output's accumulate type: int64 for integers,
    * double for float/double (float for the 16-bit floats). */
   double ds = disp_scalar_to_double(start), de = disp_scalar_to_double(end), dstep = disp_scalar_to_double(step);
-  int64_t is = 0, ie = 0, istep = 0;
+  int64_t is = 0, ie = 0, istep = 0, exact = -1;
   double size_d;
   if (integral) {
-    is = scalar_to_i64(start);
-    ie = scalar_to_i64(end);
-    istep = scalar_to_i64(step);
+    st = scalar_to_i64(start, &is);
+    if (st == DISP_OK) st = scalar_to_i64(end, &ie);
+    if (st == DISP_OK) st = scalar_to_i64(step, &istep);
+    if (st != DISP_OK) return st;
     if (istep == 0) return disp_set_error(DISP_ERR_INVALID_ARG, "step must be nonzero");
     if (!((istep > 0 && ie >= is) || (istep < 0 && ie <= is)))
       return disp_set_error(DISP_ERR_INVALID_ARG, "upper bound and larger bound inconsistent with step sign");
     if (dt == DISP_DTYPE_INT64) {
-      int64_t sgn = (istep > 0) - (istep < 0);
-      size_d = (double)((ie - is + istep - sgn) / istep);
+      uint64_t n64 = arange_count(is, ie, istep);
+      if (n64 > (uint64_t)INT64_MAX)
+        return disp_set_error(DISP_ERR_INVALID_ARG, "invalid size, possible overflow?");
+      size_d = (double)n64;
+      exact = (int64_t)n64;
     } else {
       size_d = ceil((de - ds) / dstep);
     }
@@ -181,16 +205,19 @@ static disp_status arange_impl(disp_scalar start, disp_scalar end, disp_scalar s
     if (dt == DISP_DTYPE_FLOAT16 || dt == DISP_DTYPE_BFLOAT16) {
       ds = (float)ds, de = (float)de, dstep = (float)dstep;
     }
-    if (dstep == 0) return disp_set_error(DISP_ERR_INVALID_ARG, "step must be nonzero");
+    if (!(dstep > 0 || dstep < 0)) return disp_set_error(DISP_ERR_INVALID_ARG, "step must be nonzero");
     if (!isfinite(ds) || !isfinite(de))
       return disp_set_error(DISP_ERR_INVALID_ARG, "unsupported range: %g -> %g", ds, de);
     if (!((dstep > 0 && de >= ds) || (dstep < 0 && de <= ds)))
       return disp_set_error(DISP_ERR_INVALID_ARG, "upper bound and larger bound inconsistent with step sign");
     size_d = ceil((disp_scalar_to_double(end) - disp_scalar_to_double(start)) / disp_scalar_to_double(step));
   }
-  if (!(size_d >= 0 && size_d <= 9.2233720368547758e18))
+  /* 1.13 accepts size_d == 2^63 (its check compares with INT64_MAX
+   * rounded up to a double) and then converts out of range; here that is
+   * the same error as any other size past INT64_MAX. */
+  if (!(size_d >= 0 && size_d < 9223372036854775808.0))
     return disp_set_error(DISP_ERR_INVALID_ARG, "invalid size, possible overflow?");
-  int64_t n = (int64_t)size_d;
+  int64_t n = exact >= 0 ? exact : (int64_t)size_d;
   disp_int_list size = {&n, 1};
   disp_tensor *t;
   st = disp_aten_empty_memory_format(size, dt, layout, device, pin_memory, -1, &t);

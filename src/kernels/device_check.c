@@ -23,6 +23,7 @@
 
 #include "device_check.h"
 #include "error_internal.h"
+#include "schema_internal.h"
 
 static disp_status mixed(disp_device common, disp_device other) {
   char a[32], b[32];
@@ -82,4 +83,14 @@ disp_status disp__device_arg_check(disp_opt_device d) {
   if (d.index > INT16_MAX)
     return disp__fail(DISP_ERR_INVALID_ARG, "Device index %d is out of range (at most %d)", (int)d.index, INT16_MAX);
   return disp_device_validate(disp_device_make((disp_backend)d.type, d.index));
+}
+
+disp_status disp__enum_arg_check(int kind, int32_t v, int optional, const char *name) {
+  int32_t count = kind == DISP_TYPE_SCALAR_TYPE ? DISP_DTYPE_COUNT
+                  : kind == DISP_TYPE_LAYOUT    ? DISP_LAYOUT_COUNT
+                                                : DISP_MEMORY_FORMAT_CHANNELS_LAST_3D + 1;
+  if ((v >= 0 && v < count) || (optional && v == -1)) return DISP_OK;
+  return disp__fail(DISP_ERR_INVALID_ARG, "argument '%s' must be a %s (0 to %d)%s, not %d", name,
+                    disp__schema_kind_name((disp_type_kind)kind), (int)count - 1, optional ? " or None (-1)" : "",
+                    (int)v);
 }

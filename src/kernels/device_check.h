@@ -53,4 +53,14 @@ disp_status disp__devices_check(const disp_tensor *const *ts, int n, int nout, c
  */
 disp_status disp__device_arg_check(disp_opt_device d);
 
+/*
+ * disp__enum_arg_check - a ScalarType, Layout or MemoryFormat argument
+ * (`kind`, a disp_type_kind) of a built-in kernel, named `name`: one of the
+ * enum's values, or -1 (None) where the schema makes it optional. Anything
+ * else is DISP_ERR_INVALID_ARG ("argument 'dtype' must be a ScalarType (0
+ * to 10) or None (-1), not 100000"), as PyTorch's argument parser refuses a
+ * dtype that is not a torch.dtype. Thread-safe.
+ */
+disp_status disp__enum_arg_check(int kind, int32_t v, int optional, const char *name);
+
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "aten_internal.h"
+#include "tensor/checked_math_internal.h"
 #include "tensor/dtype_cast.h"
 
 /* ---- element loads: every source type to its natural C value ----------- */
@@ -252,7 +253,8 @@ static int strides_like_channels_last(const int64_t *sizes, const int64_t *strid
     /* N111 vs 1C11 is ambiguous: keep it contiguous */
     if (d == 0 && min == strides[1]) return 0;
     min = strides[d];
-    if (sizes[d] > 1) min *= sizes[d];
+    /* past int64 no later stride can reach min */
+    if (sizes[d] > 1 && disp__mul_i64(min, sizes[d], &min)) return i == ndim - 1;
   }
   return 1;
 }

@@ -14,6 +14,7 @@
 #include "aten_kernels.h"
 #include "conv_util.h"
 #include "gemm.h"
+#include "tensor/checked_math_internal.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
 
@@ -23,15 +24,39 @@ typedef struct pool_geom {
   int batched, cl;
 } pool_geom;
 
-/* PyTorch's pooling_output_shape. */
-static int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, int ceil_mode) {
-  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t q = num / stride;
+/* PyTorch's pooling_output_shape, exact: 1.13's int64 terms wrap for a
+ * huge kernel or dilation. Positive results are at most in + 1. */
+static disp__conv_i128 pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, int ceil_mode) {
+  typedef disp__conv_i128 i128;
+  i128 num = (i128)in + 2 * (i128)pad - (i128)dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  i128 q = num / stride;
   if ((num % stride != 0) && ((num < 0) != (stride < 0))) q--; /* floor division */
-  int64_t out = q + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) out--;
+  i128 out = q + 1;
+  if (ceil_mode && (out - 1) * stride >= (i128)in + pad) out--;
   return out;
 }
+
+/* A window starts at s (oh * stride - pad: in int64, as the output size is
+ * at most in + 1 taps past -pad) and has k taps d apart. PyTorch steps its
+ * taps one at a time (`while (start < 0) start += dilation`), which for a
+ * huge padding or dilation loops ~2^62 times or wraps; these compute the
+ * same taps directly. */
+
+/* One past the last tap inside [0, in): min(in, s + (k - 1) * d + 1). */
+static int64_t window_end(int64_t s, int64_t k, int64_t d, int64_t in) {
+  disp__conv_i128 e = (disp__conv_i128)s + (disp__conv_i128)(k - 1) * d + 1;
+  return e > in ? in : (int64_t)e;
+}
+
+/* The first tap s + j * d that is >= 0. */
+static int64_t first_tap(int64_t s, int64_t d) {
+  if (s >= 0) return s;
+  int64_t r = (int64_t)((-(disp__conv_i128)s) % d);
+  return r == 0 ? 0 : d - r;
+}
+
+/* The tap after t, or end when it would reach past end (t + d may pass int64). */
+static int64_t next_tap(int64_t t, int64_t end, int64_t d) { return end - t > d ? t + d : end; }
 
 static disp_status pair(const char *what, disp_int_list l, int allow_empty, int64_t dflt0, int64_t dflt1,
                         int64_t *a, int64_t *b) {
@@ -89,12 +114,17 @@ static disp_status pool_geometry(const char *op, disp_tensor *self, disp_int_lis
   g->planes = self->sizes[nd - 3];
   g->ih = self->sizes[nd - 2];
   g->iw = self->sizes[nd - 1];
-  g->oh = pool_out(g->ih, g->kh, g->ph, g->sh, g->dh, ceil_mode);
-  g->ow = pool_out(g->iw, g->kw, g->pw, g->sw, g->dw, ceil_mode);
-  if (g->oh < 1 || g->ow < 1)
-    return FAIL("%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output "
+  disp__conv_i128 oh = pool_out(g->ih, g->kh, g->ph, g->sh, g->dh, ceil_mode);
+  disp__conv_i128 ow = pool_out(g->iw, g->kw, g->pw, g->sw, g->dw, ceil_mode);
+  if (oh < 1 || ow < 1) {
+    char hs[48], ws[48];
+    disp__conv_format_i128(hs, sizeof hs, oh);
+    disp__conv_format_i128(ws, sizeof ws, ow);
+    return FAIL("%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%sx%s). Output "
                 "size is too small", op, (long long)g->planes, (long long)g->ih, (long long)g->iw,
-                (long long)g->planes, (long long)g->oh, (long long)g->ow);
+                (long long)g->planes, hs, ws);
+  }
+  g->oh = (int64_t)oh, g->ow = (int64_t)ow;
   g->cl = disp__conv_channels_last(self);
   return DISP_OK;
 }
@@ -162,15 +192,15 @@ disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list k
     for (int64_t oh = 0; oh < g.oh; oh++)
       for (int64_t ow = 0; ow < g.ow; ow++) {
         int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
-        int64_t he = hs + (g.kh - 1) * g.dh + 1, we = ws + (g.kw - 1) * g.dw + 1;
-        if (he > g.ih) he = g.ih;
-        if (we > g.iw) we = g.iw;
-        while (hs < 0) hs += g.dh;
-        while (ws < 0) ws += g.dw;
-        int64_t best = hs * g.iw + ws;
+        int64_t he = window_end(hs, g.kh, g.dh, g.ih), we = window_end(ws, g.kw, g.dw, g.iw);
+        hs = first_tap(hs, g.dh), ws = first_tap(ws, g.dw);
+        /* 1.13's index of an empty window (all taps in the padding) is
+         * hs * iw + ws; where that passes int64 it is -1 here */
+        int64_t best;
+        if (disp__mul_i64(hs, g.iw, &best) || disp__add_i64(best, ws, &best)) best = -1;
         double mv = -INFINITY;
-        for (int64_t h = hs; h < he; h += g.dh)
-          for (int64_t w = ws; w < we; w += g.dw) {
+        for (int64_t h = hs; h < he; h = next_tap(h, he, g.dh))
+          for (int64_t w = ws; w < we; w = next_tap(w, we, g.dw)) {
             double v = xp[h * g.iw + w];
             if (v > mv || isnan(v)) mv = v, best = h * g.iw + w;
           }
@@ -250,13 +280,14 @@ disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output,
   int64_t planes = g.nbatch * g.planes, plane_in = g.ih * g.iw, plane_out = g.oh * g.ow;
   for (int64_t p = 0; p < planes && st == DISP_OK; p++)
     for (int64_t o = 0; o < plane_out; o++) {
-      int64_t k = (int64_t)ix[p * plane_out + o];
-      if (k < 0 || k >= plane_in) {
-        st = FAIL("%s: index %lld is out of bounds for an input plane of %lld elements", op, (long long)k,
+      /* range-checked as a double: converting one past int64 is undefined */
+      double kd = ix[p * plane_out + o];
+      if (!(kd >= 0 && kd < (double)plane_in)) {
+        st = FAIL("%s: index %.0f is out of bounds for an input plane of %lld elements", op, kd,
                   (long long)plane_in);
         break;
       }
-      dx[p * plane_in + k] += dy[p * plane_out + o];
+      dx[p * plane_in + (int64_t)kd] += dy[p * plane_out + o];
     }
   if (st == DISP_OK) disp__conv_store(gi, dx);
   free(dy), free(ix), free(dx);

@@ -5,6 +5,7 @@
 #include "disp/promotion.h"
 
 #include "aten_internal.h"
+#include "argcheck_internal.h"
 #include "tensor_iter.h"
 
 /* Rank inside a category; integers also need signedness. */
@@ -17,6 +18,7 @@ static int float_rank(disp_dtype t) {
 }
 
 disp_status disp_promote_types(disp_dtype a, disp_dtype b, disp_dtype *out) {
+  DISP_REFUSE_NULL(out);
   if (!disp__dtype_valid(a) || !disp__dtype_valid(b))
     return disp_set_error(DISP_ERR_INVALID_ARG, "promote_types: invalid dtype");
   if (a == b) {
@@ -105,6 +107,9 @@ int disp__result_state_get(const disp__result_state *s) {
 
 disp_status disp_result_type(disp_tensor *const *tensors, size_t ntensors, const disp_scalar *scalars,
                              size_t nscalars, disp_dtype *out) {
+  DISP_REFUSE_NULL_ARRAY(tensors, ntensors);
+  DISP_REFUSE_NULL_ARRAY(scalars, nscalars);
+  DISP_REFUSE_NULL(out);
   disp__result_state s;
   disp__result_state_init(&s);
   for (size_t i = 0; i < ntensors; i++) {

@@ -12,6 +12,7 @@
 #include "aten_kernels.h"
 #include "disp/random.h"
 #include "gemm.h"
+#include "tensor/checked_math_internal.h"
 
 #define DEFAULT_SEED 67280421310721ull /* PyTorch's default_rng_seed_val */
 
@@ -96,12 +97,13 @@ static disp_status random_factory(const char *op, const char *kname, int normal,
                           disp_layout_name((disp_layout)layout));
   disp_device dev = device.has_value ? disp_device_make((disp_backend)device.type, device.index)
                                      : disp_device_make(DISP_BACKEND_CPU, -1);
-  if (size.len > DISP_TENSOR_MAX_DIMS)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "%s: too many dimensions (%zu)", op, size.len);
+  int n = 0;
+  disp_status st = disp__check_ndim(op, size.len, &n);
+  if (st != DISP_OK) return st;
   if (dev.type == DISP_BACKEND_META)
-    return disp_tensor_empty(size.data, (int)size.len, dt, dev, out0);
+    return disp_tensor_empty(size.data, n, dt, dev, out0);
   disp_tensor *t;
-  disp_status st = disp_tensor_empty(size.data, (int)size.len, dt, disp_device_make(DISP_BACKEND_CPU, -1), &t);
+  st = disp_tensor_empty(size.data, n, dt, disp_device_make(DISP_BACKEND_CPU, -1), &t);
   if (st != DISP_OK) return st;
   fill_with(t, normal);
   if (dev.type == DISP_BACKEND_CPU) {

@@ -16,6 +16,7 @@
 #include "disp/promotion.h"
 #include "elementwise_copy.h"
 #include "strbuf_internal.h"
+#include "tensor/checked_math_internal.h"
 #include "views_internal.h"
 
 typedef struct cat_plan {
@@ -89,7 +90,11 @@ static disp_status cat_plan_make(disp_tensor_list tensors, int64_t dim, cat_plan
                               "%lld for tensor number %zu in the list.",
                               (long long)p->dim, (long long)ref->sizes[d], (long long)t->sizes[d], i);
     }
-    p->sizes[p->dim] += t->sizes[p->dim];
+    if (disp__add_i64(p->sizes[p->dim], t->sizes[p->dim], &p->sizes[p->dim]))
+      return disp_set_error(DISP_ERR_INVALID_ARG,
+                            "torch.cat(): the sum of the sizes in dimension %lld overflows int64 at tensor "
+                            "number %zu in the list",
+                            (long long)p->dim, i);
   }
   (void)ref_i;
   return disp__ew_strides_for_format(p->sizes, p->ndim, format, p->strides);

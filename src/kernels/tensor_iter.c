@@ -508,8 +508,8 @@ disp_dtype disp__result_type2(disp_tensor *a, disp_tensor *b) {
 
 void disp__consts_set(disp_titer_consts *c, int k, disp_scalar v) {
   c->d[k] = disp_scalar_to_double(v);
-  /* Read only by integral computations, but converted for all: a float
-   * that fits no int64 (inf, NaN) must not be converted undefinedly. */
+  /* A double past int64 (or NaN) has no int64 value: C leaves the
+   * conversion undefined, x86's gives INT64_MIN; only integer loops read it. */
   c->i[k] = v.kind == DISP_SCALAR_INT ? v.v.i : v.kind == DISP_SCALAR_BOOL ? (int64_t)v.v.b : disp__double_to_int64(v.v.d);
 }
 

@@ -13,6 +13,7 @@
 #include "elementwise_copy.h"
 #include "disp/aten.h"
 #include "strbuf_internal.h"
+#include "tensor/checked_math_internal.h"
 #include "views_internal.h"
 
 /* ---- shared helpers ------------------------------------------------------ */
@@ -36,6 +37,11 @@ static void format_list(char *buf, size_t n, const int64_t *v, int len) {
   disp__strbuf_free(&b);
 }
 
+/* A view's stride or offset that has no int64 value: no tensor can have it. */
+static disp_status fail_overflow(const char *op, const char *what) {
+  return disp_set_error(DISP_ERR_INVALID_ARG, "%s: the %s of the result overflows int64", op, what);
+}
+
 static disp_status make_view(disp_tensor *self, const int64_t *sizes, const int64_t *strides, int ndim,
                              int64_t offset, disp_tensor **out) {
   return disp_tensor_new_view(self, sizes, strides, ndim, offset, out);
@@ -49,20 +55,25 @@ static disp_status alias_of(disp_tensor *self, disp_tensor **out) {
 disp_status disp__views_infer_size(const char *op, const int64_t *shape, int n, int64_t numel, int64_t *out) {
   (void)op;
   int64_t prod = 1;
-  int infer = -1;
+  int infer = -1, overflow = 0;
   for (int d = 0; d < n; d++) {
     if (shape[d] == -1) {
       if (infer >= 0) return disp_set_error(DISP_ERR_INVALID_ARG, "only one dimension can be inferred");
       infer = d;
     } else if (shape[d] >= 0) {
-      if (__builtin_mul_overflow(prod, shape[d], &prod))
-        return disp_set_error(DISP_ERR_INVALID_ARG, "shape is too large");
+      /* No product past int64 equals an element count. */
+      if (disp__mul_i64(prod, shape[d], &prod)) overflow = 1;
     } else {
       return disp_set_error(DISP_ERR_INVALID_ARG, "invalid shape dimension %lld", (long long)shape[d]);
     }
     out[d] = shape[d];
   }
   char list[512];
+  if (overflow) {
+    format_list(list, sizeof list, shape, n);
+    return disp_set_error(DISP_ERR_INVALID_ARG, "shape '%s' is invalid for input of size %lld", list,
+                          (long long)numel);
+  }
   if (numel == prod || (infer >= 0 && prod > 0 && numel % prod == 0)) {
     if (infer >= 0) {
       if (prod == 0) {
@@ -111,11 +122,15 @@ int disp__views_compute_strides(const int64_t *oldshape, const int64_t *oldstrid
   int64_t chunk_base = oldstride[oldn - 1];
   int64_t tensor_numel = 1, view_numel = 1;
   for (int td = oldn - 1; td >= 0; td--) {
+    /* A product past int64 matches no stride and no view size: whatever
+     * would need it is not viewable (reshape then copies). */
+    int64_t span;
     tensor_numel *= oldshape[td];
-    if (td == 0 || (oldshape[td - 1] != 1 && oldstride[td - 1] != tensor_numel * chunk_base)) {
+    if (disp__mul_i64(tensor_numel, chunk_base, &span)) return 0;
+    if (td == 0 || (oldshape[td - 1] != 1 && oldstride[td - 1] != span)) {
       while (view_d >= 0 && (view_numel < tensor_numel || newshape[view_d] == 1)) {
-        newstride[view_d] = view_numel * chunk_base;
-        view_numel *= newshape[view_d];
+        if (disp__mul_i64(view_numel, chunk_base, &newstride[view_d])) return 0;
+        if (disp__mul_i64(view_numel, newshape[view_d], &view_numel)) return 0;
         view_d--;
       }
       if (view_numel != tensor_numel) return 0;
@@ -135,18 +150,19 @@ static disp_status as_strided_impl(disp_tensor *self, disp_int_list size, disp_i
                                    disp_opt_int storage_offset, disp_tensor **out) {
   if (size.len != stride.len)
     return disp_set_error(DISP_ERR_INVALID_ARG, "mismatch in length of strides and shape");
-  if (size.len > DISP_TENSOR_MAX_DIMS)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "as_strided: too many dimensions (%zu)", size.len);
-  for (size_t d = 0; d < stride.len; d++) {
+  int n = 0;
+  disp_status st = disp__check_ndim("as_strided", size.len, &n);
+  if (st != DISP_OK) return st;
+  for (int d = 0; d < n; d++) {
     if (stride.data[d] < 0) {
       char list[512];
-      format_list(list, sizeof list, stride.data, (int)stride.len);
+      format_list(list, sizeof list, stride.data, n);
       return disp_set_error(DISP_ERR_INVALID_ARG,
                             "as_strided: Negative strides are not supported at the moment, got strides: %s", list);
     }
   }
   int64_t offset = storage_offset.has_value ? storage_offset.value : self->storage_offset;
-  return make_view(self, size.data, stride.data, (int)size.len, offset, out);
+  return make_view(self, size.data, stride.data, n, offset, out);
 }
 
 disp_status disp__cpu_as_strided(disp_tensor *self, disp_int_list size, disp_int_list stride,
@@ -176,11 +192,10 @@ disp_status disp__meta__reshape_alias(disp_tensor *self, disp_int_list size, dis
 }
 
 static disp_status view_impl(disp_tensor *self, disp_int_list size, disp_tensor **out) {
-  if (size.len > DISP_TENSOR_MAX_DIMS)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "view: too many dimensions (%zu)", size.len);
   int64_t shape[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
-  int n = (int)size.len;
-  disp_status st = disp__views_infer_size("view", size.data, n, self->numel, shape);
+  int n = 0;
+  disp_status st = disp__check_ndim("view", size.len, &n);
+  if (st == DISP_OK) st = disp__views_infer_size("view", size.data, n, self->numel, shape);
   if (st != DISP_OK) return st;
   if (!disp__views_compute_strides(self->sizes, self->strides, self->ndim, shape, n, strides))
     return disp_set_error(DISP_ERR_INVALID_ARG,
@@ -200,11 +215,10 @@ disp_status disp__meta_view(disp_tensor *self, disp_int_list size, disp_tensor *
 /* ---- composites ------------------------------------------------------------ */
 
 disp_status disp__cia_reshape(disp_tensor *self, disp_int_list shape, disp_tensor **out0) {
-  if (shape.len > DISP_TENSOR_MAX_DIMS)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "reshape: too many dimensions (%zu)", shape.len);
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
-  int n = (int)shape.len;
-  disp_status st = disp__views_infer_size("reshape", shape.data, n, self->numel, sizes);
+  int n = 0;
+  disp_status st = disp__check_ndim("reshape", shape.len, &n);
+  if (st == DISP_OK) st = disp__views_infer_size("reshape", shape.data, n, self->numel, sizes);
   if (st != DISP_OK) return st;
   disp_int_list sl = {sizes, (size_t)n};
   if (disp__views_compute_strides(self->sizes, self->strides, self->ndim, sizes, n, strides)) {
@@ -288,9 +302,10 @@ static const char *legacy_type_name(disp_dtype dt) {
 
 disp_status disp__cea_expand(disp_tensor *self, disp_int_list size, bool implicit, disp_tensor **out0) {
   (void)implicit; /* only autograd's broadcasting bookkeeping uses it */
-  int n = (int)size.len, old = self->ndim;
+  int n = 0, old = self->ndim;
   char want[512], have[512];
-  if (n < old) {
+  if (size.len < (size_t)old) {
+    n = (int)size.len;
     format_list(want, sizeof want, size.data, n);
     format_list(have, sizeof have, self->sizes, old);
     return disp_set_error(DISP_ERR_INVALID_ARG,
@@ -299,14 +314,16 @@ disp_status disp__cea_expand(disp_tensor *self, disp_int_list size, bool implici
                           self->device.type == DISP_BACKEND_CPU ? "" : disp_device_type_name(self->device.type),
                           self->device.type == DISP_BACKEND_CPU ? "" : ".", have, want, n, old);
   }
-  if (n > DISP_TENSOR_MAX_DIMS)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "expand: too many dimensions (%d)", n);
+  disp_status st = disp__check_ndim("expand", size.len, &n);
+  if (st != DISP_OK) return st;
   (void)legacy_type_name;
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
   for (int i = n - 1; i >= 0; i--) {
     int dim = i - (n - old);
     int64_t sz = dim >= 0 ? self->sizes[dim] : 1;
-    int64_t sd = dim >= 0 ? self->strides[dim] : (i < n - 1 ? sizes[i + 1] * strides[i + 1] : 1);
+    int64_t sd = dim >= 0 ? self->strides[dim] : 1;
+    if (dim < 0 && i < n - 1 && disp__mul_i64(sizes[i + 1], strides[i + 1], &sd))
+      return fail_overflow("expand", "stride");
     int64_t target = size.data[i];
     if (target == -1) {
       if (dim < 0)
@@ -360,7 +377,10 @@ disp_status disp__cea_unsqueeze(disp_tensor *self, int64_t dim, disp_tensor **ou
   for (int i = 0; i <= self->ndim; i++) {
     if (i == d) {
       sizes[n] = 1;
-      strides[n++] = d >= self->ndim ? 1 : self->sizes[d] * self->strides[d];
+      strides[n] = 1;
+      if (d < self->ndim && disp__mul_i64(self->sizes[d], self->strides[d], &strides[n]))
+        return fail_overflow("unsqueeze", "stride");
+      n++;
     }
     if (i < self->ndim) {
       sizes[n] = self->sizes[i];
@@ -392,7 +412,10 @@ disp_status disp__cea_select_int(disp_tensor *self, int64_t dim, int64_t index, 
     sizes[n] = self->sizes[i];
     strides[n++] = self->strides[i];
   }
-  return make_view(self, sizes, strides, n, self->storage_offset + index * self->strides[d], out0);
+  int64_t offset;
+  if (disp__mul_i64(index, self->strides[d], &offset) || disp__add_i64(self->storage_offset, offset, &offset))
+    return fail_overflow("select", "storage offset");
+  return make_view(self, sizes, strides, n, offset, out0);
 }
 
 disp_status disp__cea_slice_Tensor(disp_tensor *self, int64_t dim, disp_opt_int start, disp_opt_int end,
@@ -406,18 +429,28 @@ disp_status disp__cea_slice_Tensor(disp_tensor *self, int64_t dim, disp_opt_int 
   int64_t size = self->sizes[d];
   int64_t s = start.has_value ? start.value : 0;
   int64_t e = end.has_value ? end.value : INT64_MAX;
+  /* 1.13 reads a start of INT64_MAX as "no start" (0). Adding a size to a
+   * negative bound cannot overflow; after clamping 0 <= s <= e <= size. */
+  if (s == INT64_MAX) s = 0;
   if (s < 0) s += size;
   if (e < 0) e += size;
   if (s < 0) s = 0;
   else if (s >= size) s = size;
   if (e < s) e = s;
   else if (e >= size) e = size;
-  int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
+  int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS], offset;
   memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
   memcpy(strides, self->strides, (size_t)self->ndim * sizeof *strides);
-  sizes[d] = (e - s + step - 1) / step;
-  strides[d] = self->strides[d] * step;
-  return make_view(self, sizes, strides, self->ndim, self->storage_offset + s * self->strides[d], out0);
+  /* ceil(len / step) without 1.13's len + step - 1, which wraps for a huge step */
+  sizes[d] = e == s ? 0 : (e - s - 1) / step + 1;
+  /* stride * step passes int64 only when at most one element is left
+   * along d or the tensor has none (a non-empty tensor's (size - 1) *
+   * stride fits its storage): no address depends on that stride then, so
+   * it keeps the input's (1.13's product wraps). */
+  if (disp__mul_i64(self->strides[d], step, &strides[d])) strides[d] = self->strides[d];
+  if (disp__mul_i64(s, self->strides[d], &offset) || disp__add_i64(self->storage_offset, offset, &offset))
+    return fail_overflow("slice", "storage offset");
+  return make_view(self, sizes, strides, self->ndim, offset, out0);
 }
 
 disp_status disp__cia_narrow(disp_tensor *self, int64_t dim, int64_t start, int64_t length, disp_tensor **out0) {

@@ -113,7 +113,10 @@ disp_status disp_allocator_register(disp_backend type, const disp_allocator *a) 
 }
 
 const disp_allocator *disp_allocator_get(disp_backend type) {
-  if (!disp__device_type_valid(type)) return NULL;
+  if (!disp__device_type_valid(type)) {
+    disp__fail(DISP_ERR_INVALID_ARG, "disp_allocator_get: invalid device type %d", (int)type);
+    return NULL;
+  }
   return atomic_load_explicit(&table[type], memory_order_acquire);
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "disp/tensor_util.h"
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "dtype_cast.h"
 #include "tensor_internal.h"
 
@@ -26,7 +26,9 @@ static int close_enough(const char *pa, disp_dtype da, const char *pb, disp_dtyp
 
 disp_status disp_tensor_allclose(const disp_tensor *a, const disp_tensor *b, double rtol, double atol, int equal_nan,
                                  int *out) {
-  if (!a || !b || !out) return disp__fail(DISP_ERR_INVALID_ARG, "allclose: NULL argument");
+  DISP_REFUSE_NULL(a);
+  DISP_REFUSE_NULL(b);
+  DISP_REFUSE_NULL(out);
   if (!a->has_strides || !b->has_strides)
     return disp__fail(DISP_ERR_INVALID_ARG, "allclose: tensors without strides are not supported");
   if (!(rtol >= 0) || !(atol >= 0))

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "strbuf_internal.h"
 #include "tensor_internal.h"
 
@@ -52,7 +52,8 @@ const char *disp_device_type_name(disp_backend type) {
 }
 
 disp_status disp_device_rename_privateuse1(const char *name) {
-  if (!name || !name[0])
+  DISP_REFUSE_NULL(name);
+  if (!name[0])
     return disp__fail(DISP_ERR_INVALID_ARG, "rename_privateuse1_backend: the name must not be empty");
   size_t len = strlen(name);
   int ok = len <= PU1_NAME_MAX && name[0] >= 'a' && name[0] <= 'z';
@@ -96,6 +97,7 @@ disp_status disp_device_validate(disp_device dev) {
 }
 
 size_t disp_device_format(disp_device dev, char *buf, size_t size) {
+  if (!buf) size = 0; /* measured, not written (Note [NULL arguments]) */
   const char *name = disp_device_type_name(dev.type);
   int n = dev.index >= 0 ? snprintf(buf, size, "%s:%d", name, (int)dev.index)
                          : snprintf(buf, size, "%s", name);
@@ -106,7 +108,9 @@ static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <=
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 disp_status disp_device_parse(const char *str, disp_device *out) {
-  if (!str || !str[0]) return disp__fail(DISP_ERR_INVALID_ARG, "Device string must not be empty");
+  DISP_REFUSE_NULL(str);
+  DISP_REFUSE_NULL(out);
+  if (!str[0]) return disp__fail(DISP_ERR_INVALID_ARG, "Device string must not be empty");
   /* The grammar of PyTorch's Device(string): ([a-zA-Z_]+)(?::([1-9]\d*|0))? */
   size_t name_len = 0;
   while (is_alpha(str[name_len]) || str[name_len] == '_') name_len++;

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "strbuf_internal.h"
 #include "tensor_internal.h"
 
@@ -59,7 +59,8 @@ int disp_dtype_is_quantized(disp_dtype dt) {
 }
 
 disp_status disp_dtype_parse(const char *name, disp_dtype *out) {
-  if (!name) return disp__fail(DISP_ERR_INVALID_ARG, "disp_dtype_parse: name is NULL");
+  DISP_REFUSE_NULL(name);
+  DISP_REFUSE_NULL(out);
   /* "torch.float32" reads as it does in Python. */
   const char *n = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
   for (int i = 0; i < DISP_DTYPE_COUNT; i++) {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "disp/tensor_util.h"
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "dtype_cast.h"
 #include "strbuf_internal.h"
 #include "tensor_internal.h"
@@ -211,7 +211,8 @@ static void add_suffix(disp_strbuf *b, const char *suffix) {
 }
 
 disp_status disp_tensor_format(const disp_tensor *t, char **out) {
-  if (!t || !out) return disp__fail(DISP_ERR_INVALID_ARG, "tensor_format: NULL argument");
+  DISP_REFUSE_NULL(t);
+  DISP_REFUSE_NULL(out);
   if (!t->has_strides) return disp__fail(DISP_ERR_INVALID_ARG, "tensor_format: opaque tensors cannot be printed");
   disp_strbuf b, suffix;
   disp__strbuf_init(&b);
@@ -260,7 +261,8 @@ disp_status disp_tensor_format(const disp_tensor *t, char **out) {
 }
 
 disp_status disp_tensor_print(FILE *f, const disp_tensor *t) {
-  if (!f) return disp__fail(DISP_ERR_INVALID_ARG, "tensor_print: NULL file");
+  DISP_REFUSE_NULL(f);
+  DISP_REFUSE_NULL(t);
   char *s;
   disp_status st = disp_tensor_format(t, &s);
   if (st != DISP_OK) return st;

@@ -7,10 +7,11 @@
  * last reference issues an acquire fence before freeing, so every write made
  * through other references happens-before the free.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "objcache.h"
 #include "tensor_internal.h"
 
@@ -43,8 +44,18 @@ static disp_storage *storage_struct(size_t nbytes, disp_device dev) {
   return st;
 }
 
+/* Sizes are int64 everywhere else (PyTorch's nbytes is one): a larger
+ * count can only be a mistake, and would wrap when a tensor measures it. */
+static disp_status check_nbytes(const char *fn, size_t nbytes) {
+  if (nbytes <= (uint64_t)INT64_MAX) return DISP_OK;
+  return disp__fail(DISP_ERR_INVALID_ARG, "%s: nbytes %zu is larger than the largest storage (%lld bytes)", fn,
+                    nbytes, (long long)INT64_MAX);
+}
+
 disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out) {
-  disp_status s = disp_device_validate(dev);
+  DISP_REFUSE_NULL(out);
+  disp_status s = check_nbytes(__func__, nbytes);
+  if (s == DISP_OK) s = disp_device_validate(dev);
   if (s != DISP_OK) return s;
   disp_allocator a;
   s = disp__allocator_lookup(dev.type, &a);
@@ -66,7 +77,12 @@ disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out)
 disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device dev,
                                        void (*release)(void *data, void *ctx), void *ctx,
                                        disp_storage **out) {
-  disp_status s = disp_device_validate(dev);
+  /* A length without memory would be read by the first kernel; Meta keeps
+   * no memory by design, so only its length matters. */
+  if (dev.type != DISP_BACKEND_META) DISP_REFUSE_NULL_ARRAY(data, nbytes);
+  DISP_REFUSE_NULL(out);
+  disp_status s = check_nbytes(__func__, nbytes);
+  if (s == DISP_OK) s = disp_device_validate(dev);
   if (s != DISP_OK) return s;
   disp_storage *st = storage_struct(nbytes, dev);
   if (!st) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a storage");
@@ -78,6 +94,7 @@ disp_status disp_storage_new_with_data(void *data, size_t nbytes, disp_device de
 }
 
 disp_storage *disp_storage_retain(disp_storage *st) {
+  if (!st) return NULL;
   atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
   return st;
 }
@@ -99,13 +116,19 @@ void disp_storage_release(disp_storage *st) {
   disp__cache_put(DISP__CACHE_STORAGE, st);
 }
 
-void *disp_storage_data(const disp_storage *st) { return st->data; }
-size_t disp_storage_nbytes(const disp_storage *st) { return st->nbytes; }
-disp_device disp_storage_device(const disp_storage *st) { return st->device; }
-int disp_storage_resizable(const disp_storage *st) { return st->resizable; }
+/* Note [NULL arguments]: a NULL storage reads as none (0, no device). */
+void *disp_storage_data(const disp_storage *st) {
+  DISP_REFUSE_NULL_PTR(st);
+  return st->data;
+}
+
+size_t disp_storage_nbytes(const disp_storage *st) { return st ? st->nbytes : 0; }
+int disp_storage_resizable(const disp_storage *st) { return st && st->resizable; }
+
+disp_device disp_storage_device(const disp_storage *st) { return st ? st->device : disp__no_device(); }
 
 size_t disp_storage_refcount(const disp_storage *st) {
-  return atomic_load_explicit(&st->refs, memory_order_relaxed);
+  return st ? atomic_load_explicit(&st->refs, memory_order_relaxed) : 0;
 }
 
 disp_status disp__storage_resize(disp_storage *st, size_t nbytes) {

@@ -14,8 +14,9 @@
 #include <string.h>
 
 #include "disp/guard.h"
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "strbuf_internal.h"
+#include "checked_math_internal.h"
 #include "objcache.h"
 #include "tensor_internal.h"
 
@@ -66,9 +67,12 @@ void disp__tensor_contiguous_strides(const int64_t *sizes, int ndim, int64_t *ou
 
 disp_status disp__tensor_check_shape(const char *op, const int64_t *sizes, const int64_t *strides,
                                      int ndim, int64_t *numel) {
-  if (ndim < 0 || ndim > DISP_TENSOR_MAX_DIMS)
+  if (ndim < 0)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s: the number of dimensions must be between 0 and %d, got %d",
                       op, DISP_TENSOR_MAX_DIMS, ndim);
+  int checked_ndim;
+  disp_status st = disp__check_ndim(op, (size_t)ndim, &checked_ndim);
+  if (st != DISP_OK) return st;
   if (ndim > 0 && !sizes) return disp__fail(DISP_ERR_INVALID_ARG, "%s: sizes is NULL", op);
   for (int d = 0; d < ndim; d++) {
     if (sizes[d] < 0) {
@@ -88,7 +92,10 @@ disp_status disp__tensor_check_shape(const char *op, const int64_t *sizes, const
     }
   }
   /* The count must fit int64 even when a later size is 0: PyTorch checks
-   * the full product too, and the storage size of a resize would overflow. */
+   * the full product too, and the storage size of a resize would overflow.
+   * A contiguous allocation fails as 1.13's computeStorageNbytesContiguous
+   * does; with strides given the storage size was already checked, and the
+   * count fails as 1.13's TensorImpl::safe_compute_numel does. */
   int64_t n = 1;
   int zero = 0;
   for (int d = 0; d < ndim; d++) {
@@ -96,7 +103,10 @@ disp_status disp__tensor_check_shape(const char *op, const int64_t *sizes, const
       zero = 1;
       continue;
     }
-    if (__builtin_mul_overflow(n, sizes[d], &n)) return fail_overflow(sizes, NULL, ndim);
+    if (disp__mul_i64(n, sizes[d], &n)) {
+      if (strides) return disp__fail(DISP_ERR_INVALID_ARG, "numel: integer multiplication overflow");
+      return fail_overflow(sizes, NULL, ndim);
+    }
   }
   if (numel) *numel = zero ? 0 : n;
   return DISP_OK;
@@ -113,16 +123,15 @@ disp_status disp__tensor_storage_nbytes(const int64_t *sizes, const int64_t *str
       return DISP_OK;
     }
   }
-  uint64_t elems = 1, term;
+  /* Sizes, strides and the offset are non-negative (checked), so every
+   * term is exact in int64 or the total does not fit. */
+  int64_t elems = 1, term, bytes;
   for (int d = 0; d < ndim; d++) {
-    if (__builtin_mul_overflow((uint64_t)(sizes[d] - 1), (uint64_t)strides[d], &term) ||
-        __builtin_add_overflow(elems, term, &elems))
+    if (disp__mul_i64(sizes[d] - 1, strides[d], &term) || disp__add_i64(elems, term, &elems))
       return fail_overflow(sizes, strides, ndim);
   }
-  uint64_t bytes;
-  if (__builtin_add_overflow(elems, (uint64_t)offset, &elems) ||
-      __builtin_mul_overflow(elems, (uint64_t)itemsize, &bytes) || bytes > (uint64_t)INT64_MAX ||
-      bytes > (uint64_t)SIZE_MAX)
+  if (disp__add_i64(elems, offset, &elems) || itemsize > (size_t)INT64_MAX ||
+      disp__mul_i64(elems, (int64_t)itemsize, &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX)
     return fail_overflow(sizes, strides, ndim);
   *out = (size_t)bytes;
   return DISP_OK;
@@ -135,7 +144,8 @@ static int compute_contiguous(const int64_t *sizes, const int64_t *strides, int 
   for (int d = ndim - 1; d >= 0; d--) {
     if (sizes[d] == 1) continue; /* any stride is fine for a size-1 dim */
     if (strides[d] != expected) return 0;
-    expected *= sizes[d];
+    /* past INT64_MAX no stride can match: the tensor is not contiguous */
+    if (disp__mul_i64(expected, sizes[d], &expected)) return 0;
   }
   return 1;
 }
@@ -354,13 +364,16 @@ static disp_status empty_impl(const char *op, const int64_t *sizes, const int64_
 
 disp_status disp_tensor_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp_device dev,
                               disp_tensor **out) {
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   return empty_impl("empty", sizes, NULL, ndim, dt, dev, out);
 }
 
 disp_status disp_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
                                       disp_dtype dt, disp_device dev, disp_tensor **out) {
-  if (ndim > 0 && !strides)
-    return disp__fail(DISP_ERR_INVALID_ARG, "empty_strided: strides is NULL");
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL_ARRAY(strides, ndim);
+  DISP_REFUSE_NULL(out);
   return empty_impl("empty_strided", sizes, strides, ndim, dt, dev, out);
 }
 
@@ -368,7 +381,9 @@ disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const
                                          const int64_t *strides, int ndim, disp_dtype dt,
                                          disp_keyset keys, disp_tensor **out) {
   const char *op = "new_with_storage";
-  if (!st) return disp__fail(DISP_ERR_INVALID_ARG, "%s: storage is NULL", op);
+  DISP_REFUSE_NULL(st);
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
   if (s == DISP_OK) s = check_bounds(st, offset, sizes, strides, ndim, dt);
@@ -380,7 +395,9 @@ disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const
 disp_status disp_tensor_new_view(disp_tensor *base, const int64_t *sizes, const int64_t *strides,
                                  int ndim, int64_t offset, disp_tensor **out) {
   const char *op = "new_view";
-  if (!base) return disp__fail(DISP_ERR_INVALID_ARG, "%s: base is NULL", op);
+  DISP_REFUSE_NULL(base);
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   if (!base->storage)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s: cannot view a tensor without storage (opaque tensor)", op);
   disp_status s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
@@ -399,6 +416,8 @@ disp_status disp_tensor_new_opaque(const int64_t *sizes, int ndim, disp_dtype dt
                                    disp_layout layout, disp_device dev, void *handle,
                                    void (*release)(void *handle), disp_tensor **out) {
   const char *op = "new_opaque";
+  DISP_REFUSE_NULL_ARRAY(sizes, ndim);
+  DISP_REFUSE_NULL(out);
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK && ((int)layout < 0 || layout >= DISP_LAYOUT_COUNT))
     s = disp__fail(DISP_ERR_INVALID_ARG, "%s: invalid layout %d", op, (int)layout);
@@ -429,6 +448,7 @@ disp_status disp_tensor_new_opaque(const int64_t *sizes, int ndim, disp_dtype dt
 }
 
 disp_tensor *disp_tensor_retain(disp_tensor *t) {
+  if (!t) return NULL;
   atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
   return t;
 }
@@ -449,7 +469,7 @@ void disp__tensor_free_last(disp_tensor *t) {
 }
 
 size_t disp_tensor_refcount(const disp_tensor *t) {
-  return atomic_load_explicit(&t->refs, memory_order_relaxed);
+  return t ? atomic_load_explicit(&t->refs, memory_order_relaxed) : 0;
 }
 
 /* ---- autograd slot ----------------------------------------------------- */

@@ -3,26 +3,51 @@
  * key set, requires_grad.
  */
 #include "disp/guard.h"
-#include "error_internal.h"
+#include "argcheck_internal.h"
 #include "tensor_internal.h"
 
-int disp_tensor_ndim(const disp_tensor *t) { return t->ndim; }
-const int64_t *disp_tensor_sizes(const disp_tensor *t) { return t->sizes; }
-const int64_t *disp_tensor_strides(const disp_tensor *t) { return t->has_strides ? t->strides : NULL; }
-int64_t disp_tensor_storage_offset(const disp_tensor *t) { return t->storage_offset; }
-disp_dtype disp_tensor_dtype(const disp_tensor *t) { return t->dtype; }
-disp_layout disp_tensor_layout(const disp_tensor *t) { return t->layout; }
-disp_device disp_tensor_device(const disp_tensor *t) { return t->device; }
-disp_keyset disp_tensor_keyset(const disp_tensor *t) { return t->keyset; }
-int64_t disp_tensor_numel(const disp_tensor *t) { return t->numel; }
-size_t disp_tensor_itemsize(const disp_tensor *t) { return disp_dtype_itemsize(t->dtype); }
-disp_storage *disp_tensor_storage(const disp_tensor *t) { return t->storage; }
-void *disp_tensor_opaque_handle(const disp_tensor *t) { return t->opaque_handle; }
-int disp_tensor_is_contiguous(const disp_tensor *t) { return t->is_contiguous; }
-int disp_tensor_is_inference(const disp_tensor *t) { return t->is_inference; }
-int disp_tensor_requires_grad(const disp_tensor *t) { return t->requires_grad; }
+/*
+ * Note [NULL arguments] (status.h): a getter of a plain value answers a
+ * NULL tensor with "no such thing" - 0, the empty key set, or a dtype,
+ * layout or device outside its enum, which every function of the library
+ * refuses - rather than a plausible value such as float32 or cpu. A getter
+ * of a pointer returns NULL and says why. The check is one predictable
+ * branch; the inline disp_tensor_keys of the typed fast path has none.
+ */
+int disp_tensor_ndim(const disp_tensor *t) { return t ? t->ndim : 0; }
+int64_t disp_tensor_storage_offset(const disp_tensor *t) { return t ? t->storage_offset : 0; }
+disp_dtype disp_tensor_dtype(const disp_tensor *t) { return t ? t->dtype : DISP_DTYPE_COUNT; }
+disp_layout disp_tensor_layout(const disp_tensor *t) { return t ? t->layout : DISP_LAYOUT_COUNT; }
+disp_device disp_tensor_device(const disp_tensor *t) { return t ? t->device : disp__no_device(); }
+disp_keyset disp_tensor_keyset(const disp_tensor *t) { return t ? t->keyset : disp_keyset_empty(); }
+int64_t disp_tensor_numel(const disp_tensor *t) { return t ? t->numel : 0; }
+size_t disp_tensor_itemsize(const disp_tensor *t) { return t ? disp_dtype_itemsize(t->dtype) : 0; }
+int disp_tensor_is_contiguous(const disp_tensor *t) { return t && t->is_contiguous; }
+int disp_tensor_is_inference(const disp_tensor *t) { return t && t->is_inference; }
+int disp_tensor_requires_grad(const disp_tensor *t) { return t && t->requires_grad; }
+
+const int64_t *disp_tensor_sizes(const disp_tensor *t) {
+  DISP_REFUSE_NULL_PTR(t);
+  return t->sizes;
+}
+
+const int64_t *disp_tensor_strides(const disp_tensor *t) {
+  DISP_REFUSE_NULL_PTR(t);
+  return t->has_strides ? t->strides : NULL;
+}
+
+disp_storage *disp_tensor_storage(const disp_tensor *t) {
+  DISP_REFUSE_NULL_PTR(t);
+  return t->storage;
+}
+
+void *disp_tensor_opaque_handle(const disp_tensor *t) {
+  DISP_REFUSE_NULL_PTR(t);
+  return t->opaque_handle;
+}
 
 void *disp_tensor_data_ptr(const disp_tensor *t) {
+  DISP_REFUSE_NULL_PTR(t);
   if (!t->storage || !t->storage->data) return NULL;
   return (char *)t->storage->data + (size_t)t->storage_offset * disp_dtype_itemsize(t->dtype);
 }
@@ -42,6 +67,8 @@ static disp_status wrap_dim(const disp_tensor *t, int64_t dim, int *out) {
 }
 
 disp_status disp_tensor_size(const disp_tensor *t, int64_t dim, int64_t *out) {
+  DISP_REFUSE_NULL(t);
+  DISP_REFUSE_NULL(out);
   int d = 0;
   disp_status s = wrap_dim(t, dim, &d);
   if (s != DISP_OK) return s;
@@ -50,6 +77,8 @@ disp_status disp_tensor_size(const disp_tensor *t, int64_t dim, int64_t *out) {
 }
 
 disp_status disp_tensor_stride(const disp_tensor *t, int64_t dim, int64_t *out) {
+  DISP_REFUSE_NULL(t);
+  DISP_REFUSE_NULL(out);
   if (!t->has_strides) return disp__fail(DISP_ERR_INVALID_ARG, "opaque tensors do not have strides");
   int d = 0;
   disp_status s = wrap_dim(t, dim, &d);
@@ -59,10 +88,11 @@ disp_status disp_tensor_stride(const disp_tensor *t, int64_t dim, int64_t *out) 
 }
 
 uint64_t disp_tensor_version(const disp_tensor *t) {
-  return t->version ? atomic_load_explicit(&t->version->version, memory_order_relaxed) : 0;
+  return t && t->version ? atomic_load_explicit(&t->version->version, memory_order_relaxed) : 0;
 }
 
 disp_status disp_tensor_bump_version(disp_tensor *t) {
+  DISP_REFUSE_NULL(t);
   if (t->version) {
     atomic_fetch_add_explicit(&t->version->version, 1, memory_order_relaxed);
     return DISP_OK;
@@ -76,9 +106,12 @@ disp_status disp_tensor_bump_version(disp_tensor *t) {
                     "See https://github.com/pytorch/rfcs/pull/17 for more details.");
 }
 
-void disp_tensor_set_keyset(disp_tensor *t, disp_keyset keys) { t->keyset = keys; }
+void disp_tensor_set_keyset(disp_tensor *t, disp_keyset keys) {
+  if (t) t->keyset = keys;
+}
 
 disp_status disp_tensor_set_requires_grad(disp_tensor *t, int requires_grad) {
+  DISP_REFUSE_NULL(t);
   if (requires_grad) {
     if (!disp_dtype_is_floating(t->dtype))
       return disp__fail(DISP_ERR_INVALID_ARG,

@@ -32,6 +32,10 @@ static inline int disp__device_type_valid(disp_backend type) {
   return (int)type >= 0 && (int)type < DISP_NUM_BACKENDS;
 }
 
+/* The device of a NULL tensor or storage (Note [NULL arguments]): a type
+ * outside the enum, which disp_device_validate refuses, rather than cpu. */
+static inline disp_device disp__no_device(void) { return disp_device_make(DISP_NUM_BACKENDS, -1); }
+
 /* disp__dtype_valid - dt is a disp_dtype value. */
 static inline int disp__dtype_valid(disp_dtype dt) {
   return (int)dt >= 0 && (int)dt < DISP_DTYPE_COUNT;

@@ -1,6 +1,7 @@
 /*
  * argcheck_internal.h - status.h's Note [NULL arguments] in one place, so
- * every refusal reads the same: "<function>: <argument> is NULL".
+ * every refusal reads the same: "<function>: <argument> is NULL". In base,
+ * next to the error helpers, because every module's public functions use it.
  *
  * The argument's name is the macro argument as written, so write the
  * parameter as the header spells it: tests/test_null_args.c checks that the
@@ -21,6 +22,12 @@ static inline disp_status disp__null_arg(const char *fn, const char *arg) {
 #define DISP_REFUSE_NULL(arg)                                  \
   do {                                                         \
     if ((arg) == NULL) return disp__null_arg(__func__, #arg);  \
+  } while (0)
+
+/* Rule (a) for an array and its count: only an empty array may be NULL. */
+#define DISP_REFUSE_NULL_ARRAY(arg, count)                                   \
+  do {                                                                       \
+    if ((count) > 0 && (arg) == NULL) return disp__null_arg(__func__, #arg); \
   } while (0)
 
 /* The same where the C variable's name differs from the header's parameter. */
