@@ -16,7 +16,9 @@
  * Operators whose 1.13 kernels take tensors on different devices say so in
  * aten_ops.def (CPU_SCALAR, CPU_SCALARS, ANY_DEVICE). Device arguments of
  * these kernels and of BackendSelect ones are checked as torch.device
- * checks them.
+ * checks them. The same wrappers (CompositeImplicitAutograd ones included)
+ * check that ScalarType, Layout and MemoryFormat arguments hold a value of
+ * their enum (disp__enum_arg_check), which PyTorch's C++ types guarantee.
  */
 #include <limits.h>
 #include <stdint.h>
