@@ -101,37 +101,22 @@ static inline uint16_t disp__f32_to_f16(float f) {
   return (uint16_t)(sign | (r >> 13));
 }
 
-/* Element at p (of dtype dt) as a double, and a double stored into p. */
+/* Element at p (of dtype dt) as a double, and a double stored into p:
+ * half and bfloat16 through this file's conversions, every other dtype as
+ * dtype_cast.h's generic access does (integers stored through int64, so a
+ * sum that does not fit wraps as in PyTorch's x86 build). */
 static inline double disp__load_f64(const void *p, disp_dtype dt) {
   switch (dt) {
-    case DISP_DTYPE_FLOAT32: return *(const float *)p;
-    case DISP_DTYPE_FLOAT64: return *(const double *)p;
     case DISP_DTYPE_FLOAT16: return disp__f16_to_f32(*(const uint16_t *)p);
     case DISP_DTYPE_BFLOAT16: return disp__bf16_to_f32(*(const uint16_t *)p);
-    case DISP_DTYPE_INT64: return (double)*(const int64_t *)p;
-    case DISP_DTYPE_INT32: return *(const int32_t *)p;
-    case DISP_DTYPE_INT16: return *(const int16_t *)p;
-    case DISP_DTYPE_INT8: return *(const int8_t *)p;
-    case DISP_DTYPE_UINT8: case DISP_DTYPE_QUINT8: return *(const uint8_t *)p;
-    case DISP_DTYPE_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
-    default: return 0.0;
+    default: return disp__load_double(p, dt);
   }
 }
 static inline void disp__store_f64(void *p, disp_dtype dt, double v) {
   switch (dt) {
-    case DISP_DTYPE_FLOAT32: *(float *)p = (float)v; break;
-    case DISP_DTYPE_FLOAT64: *(double *)p = v; break;
     case DISP_DTYPE_FLOAT16: *(uint16_t *)p = disp__f32_to_f16((float)v); break;
     case DISP_DTYPE_BFLOAT16: *(uint16_t *)p = disp__f32_to_bf16((float)v); break;
-    /* through int64, as dtype_cast.h's stores: a sum that does not fit
-     * wraps (PyTorch's x86 build) instead of being undefined */
-    case DISP_DTYPE_INT64: *(int64_t *)p = disp__double_to_int64(v); break;
-    case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)disp__double_to_int64(v); break;
-    case DISP_DTYPE_INT16: *(int16_t *)p = (int16_t)disp__double_to_int64(v); break;
-    case DISP_DTYPE_INT8: *(int8_t *)p = (int8_t)disp__double_to_int64(v); break;
-    case DISP_DTYPE_UINT8: case DISP_DTYPE_QUINT8: *(uint8_t *)p = (uint8_t)disp__double_to_int64(v); break;
-    case DISP_DTYPE_BOOL: *(uint8_t *)p = v != 0.0; break;
-    default: break;
+    default: disp__store_double(p, dt, v); break;
   }
 }
 
