@@ -208,6 +208,32 @@ TEST(mm_operator_paths_agree) {
   return 0;
 }
 
+TEST(alpha_beta_the_type_cannot_hold_are_refused) {
+  /* 1.13's addmm converts alpha/beta with Scalar::to<opmath_t>(): nan for an
+   * integer product, 1e300 for float, 300 for int8 are errors, and C unchanged. */
+  int64_t x[1] = {2}, y[1] = {3}, z[1] = {7};
+  disp__mat X = {x, 1, 1}, Y = {y, 1, 1}, Z = {z, 1, 1};
+  ASSERT_TRUE(disp__gemm(DISP_DTYPE_INT64, 1, 1, 1, disp_scalar_double(NAN), X, Y, disp_scalar_int(1), Z) !=
+              DISP_OK);
+  ASSERT_CONTAINS(disp_last_error(), "value cannot be converted to type int64_t without overflow");
+  ASSERT_TRUE(disp__gemm(DISP_DTYPE_INT64, 1, 1, 1, disp_scalar_int(1), X, Y, disp_scalar_double(-1e300), Z) !=
+              DISP_OK);
+  ASSERT_EQ_INT(z[0], 7);
+  float f[1] = {2}, g[1] = {3}, h[1] = {7};
+  disp__mat F = {f, 1, 1}, G = {g, 1, 1}, H = {h, 1, 1};
+  ASSERT_TRUE(disp__gemm(DISP_DTYPE_FLOAT32, 1, 1, 1, disp_scalar_double(1e300), F, G, disp_scalar_int(0), H) !=
+              DISP_OK);
+  ASSERT_CONTAINS(disp_last_error(), "value cannot be converted to type float without overflow");
+  int8_t p[1] = {1}, q[1] = {1}, r[1] = {0};
+  disp__mat P = {p, 1, 1}, Q = {q, 1, 1}, R = {r, 1, 1};
+  ASSERT_TRUE(disp__gemm(DISP_DTYPE_INT8, 1, 1, 1, disp_scalar_int(300), P, Q, disp_scalar_int(0), R) != DISP_OK);
+  ASSERT_CONTAINS(disp_last_error(), "value cannot be converted to type int8_t without overflow");
+  /* 1.5 truncates to 1 for an integer product, as Scalar::to<int64_t>() */
+  ASSERT_OK(disp__gemm(DISP_DTYPE_INT64, 1, 1, 1, disp_scalar_double(1.5), X, Y, disp_scalar_int(0), Z));
+  ASSERT_EQ_INT(z[0], 6);
+  return 0;
+}
+
 TEST(mm_errors_in_pytorch_words) {
   disp_tensor *a = tensor2(2, 3, DISP_DTYPE_FLOAT32), *b = tensor2(2, 2, DISP_DTYPE_FLOAT32), *r = NULL;
   disp_tensor *d = tensor2(3, 2, DISP_DTYPE_FLOAT64), *h = tensor2(2, 2, DISP_DTYPE_FLOAT16);
@@ -221,7 +247,7 @@ TEST(mm_errors_in_pytorch_words) {
   return 0;
 }
 
-TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts),
+TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts), TEST_ENTRY(alpha_beta_the_type_cannot_hold_are_refused),
              TEST_ENTRY(beta_zero_ignores_nan),
              TEST_ENTRY(expanded_operand_and_k_zero),
              TEST_ENTRY(f32_random_and_large),

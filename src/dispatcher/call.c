@@ -685,8 +685,10 @@ disp_status disp_op_typed_entry(const disp_op *op, disp_fn *out) {
 
 /* ---- defaults ----------------------------------------------------------- */
 
-/* Items of default lists, as each element type (`float[] x=[0, 1]` holds ints). */
-static int64_t default_int(const disp_default *d) { return d->kind == DISP_DEFAULT_FLOAT ? (int64_t)d->f : d->i; }
+/* Items of default lists, as each element type (`float[] x=[0, 1]` holds
+ * ints; the parser refuses a float item in an int list, so an int item is
+ * always an int and no float-to-int conversion can overflow). */
+static int64_t default_int(const disp_default *d) { return d->i; }
 static double default_double(const disp_default *d) {
   return d->kind == DISP_DEFAULT_FLOAT ? d->f : (double)d->i;
 }

@@ -20,6 +20,7 @@
 #endif
 
 #include "aten_internal.h"
+#include "elementwise_copy.h"
 
 static atomic_int g_force_portable;
 
@@ -215,37 +216,12 @@ disp_status disp__gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, disp__
 
 /* ---- other dtypes: convert to the accumulation type, multiply, store ---- */
 
-static int64_t load_i64(const void *p, disp_dtype dt) {
-  switch (dt) {
-    case DISP_DTYPE_INT64: return *(const int64_t *)p;
-    case DISP_DTYPE_INT32: return *(const int32_t *)p;
-    case DISP_DTYPE_INT16: return *(const int16_t *)p;
-    case DISP_DTYPE_INT8: return *(const int8_t *)p;
-    case DISP_DTYPE_UINT8: return *(const uint8_t *)p;
-    case DISP_DTYPE_BOOL: return *(const uint8_t *)p != 0;
-    default: return 0;
-  }
-}
-
-static void store_i64(void *p, disp_dtype dt, uint64_t v) {
-  switch (dt) {
-    case DISP_DTYPE_INT64: *(int64_t *)p = (int64_t)v; break;
-    case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)(uint32_t)v; break;
-    case DISP_DTYPE_INT16: *(int16_t *)p = (int16_t)(uint16_t)v; break;
-    case DISP_DTYPE_INT8: *(int8_t *)p = (int8_t)(uint8_t)v; break;
-    case DISP_DTYPE_UINT8: *(uint8_t *)p = (uint8_t)v; break;
-    case DISP_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
-    default: break;
-  }
-}
-
-static uint64_t scalar_u64(disp_scalar s) {
-  switch (s.kind) {
-    case DISP_SCALAR_INT: return (uint64_t)s.v.i;
-    case DISP_SCALAR_BOOL: return s.v.b;
-    case DISP_SCALAR_DOUBLE: return (uint64_t)(int64_t)s.v.d;
-    default: return 0;
-  }
+/* 1.13's addmm converts alpha and beta with Scalar::to<opmath_t>() (float for
+ * the 16-bit floats, the type itself otherwise), which refuses a value the
+ * type cannot hold: nan or 1e300 for an integer product, 1e300 for float. */
+static disp_status scalar_to_opmath(disp_scalar s, disp_dtype dt, char buf[8]) {
+  if (dt == DISP_DTYPE_FLOAT16 || dt == DISP_DTYPE_BFLOAT16) dt = DISP_DTYPE_FLOAT32;
+  return disp__ew_scalar_to_elem(s, dt, buf);
 }
 
 /* ---- bfloat16 ----------------------------------------------------------
@@ -308,6 +284,12 @@ static void gemm_bf16(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a,
 
 disp_status disp__gemm(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scalar alpha,
                        disp__mat a, disp__mat b, disp_scalar beta, disp__mat c) {
+  char alpha_elem[8], beta_elem[8];
+  if (dt != DISP_DTYPE_BOOL) {
+    disp_status st = scalar_to_opmath(alpha, dt, alpha_elem);
+    if (st == DISP_OK) st = scalar_to_opmath(beta, dt, beta_elem);
+    if (st != DISP_OK) return st;
+  }
   if (dt == DISP_DTYPE_BFLOAT16) {
     gemm_bf16(m, n, k, (float)disp_scalar_to_double(alpha), a, b, (float)disp_scalar_to_double(beta), c);
     return DISP_OK;
@@ -358,16 +340,18 @@ disp_status disp__gemm(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scal
   } else {
     uint64_t *ua = (uint64_t *)pa, *ub = (uint64_t *)pb, *uc = (uint64_t *)pc;
     for (int64_t i = 0; i < m; i++)
-      for (int64_t p = 0; p < k; p++) ua[i * k + p] = (uint64_t)load_i64(ELEM(ad, a, i, p), dt);
+      for (int64_t p = 0; p < k; p++) ua[i * k + p] = (uint64_t)disp__load_int64(ELEM(ad, a, i, p), dt);
     for (int64_t p = 0; p < k; p++)
-      for (int64_t j = 0; j < n; j++) ub[p * n + j] = (uint64_t)load_i64(ELEM(bd, b, p, j), dt);
+      for (int64_t j = 0; j < n; j++) ub[p * n + j] = (uint64_t)disp__load_int64(ELEM(bd, b, p, j), dt);
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < n; j++)
-        uc[i * n + j] = beta_zero ? 0 : (uint64_t)load_i64(ELEM(cd, c, i, j), dt);
-    st = portable_u64(m, n, k, scalar_u64(alpha), ua, k, 1, ub, n, 1, scalar_u64(beta), uc, n, 1);
+        uc[i * n + j] = beta_zero ? 0 : (uint64_t)disp__load_int64(ELEM(cd, c, i, j), dt);
+    uint64_t ualpha = (uint64_t)disp__load_int64(alpha_elem, dt);
+    uint64_t ubeta = (uint64_t)disp__load_int64(beta_elem, dt);
+    st = portable_u64(m, n, k, ualpha, ua, k, 1, ub, n, 1, ubeta, uc, n, 1);
     if (st == DISP_OK)
       for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) store_i64(ELEM(cd, c, i, j), dt, uc[i * n + j]);
+        for (int64_t j = 0; j < n; j++) disp__store_int64(ELEM(cd, c, i, j), dt, (int64_t)uc[i * n + j]);
   }
 #undef ELEM
   free(buf);
