@@ -17,6 +17,7 @@
  *   disp/promotion.h   PyTorch's type promotion (result_type)
  *   disp/random.h      the process-wide random generator and its seed
  *   disp/tensor_util.h printing tensors, allclose
+ *   disp/cpu.h         intra-op threads and the SIMD capability of CPU kernels
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -46,5 +47,6 @@
 #include "disp/promotion.h"
 #include "disp/random.h"
 #include "disp/tensor_util.h"
+#include "disp/cpu.h"
 
 #endif /* DISP_H */

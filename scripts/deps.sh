@@ -4,7 +4,7 @@
 set -e
 need=""
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev; do
+for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libsleef-dev; do
   have_pkg "$p" || need="$need $p"
 done
 # clang (libFuzzer) and valgrind are for CI's fuzzing and the benchmarks.

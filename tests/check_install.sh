@@ -91,7 +91,7 @@ cc -o "$tmp/app/app_pc_static" "$tmp/app/app.c" $static_flags
 check_static "pkg-config --static" "$tmp/app/app_pc_static"
 
 disp=$tmp/prefix/bin/disp
-if out=$("$disp" --version 2>&1) && [ "$out" = "disp (libdispatch) $(pkg-config --modversion dispatch)" ]; then
+if out=$("$disp" --version 2>&1) && [ "$(echo "$out" | head -1)" = "disp (libdispatch) $(pkg-config --modversion dispatch)" ]; then
   echo "PASS installed disp --version"; pass=$((pass + 1))
 else
   echo "FAIL installed disp --version: $out"; fail=$((fail + 1))

@@ -44,7 +44,7 @@ static const char *const usage =
     "\n"
     "options:\n"
     "  -h, --help               this text (also COMMAND --help)\n"
-    "  --version                the library's version\n";
+    "  --version                the library's version, the CPU capability and thread count in use\n";
 
 static int want_help(int argc, char **argv) {
   for (int i = 0; i < argc; i++)
@@ -306,7 +306,8 @@ int main(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!strcmp(argv[1], "--version")) {
-    printf("disp (libdispatch) %s\n", disp_version_string());
+    printf("disp (libdispatch) %s\nCPU capability: %s; threads: %d\n", disp_version_string(),
+           disp_cpu_capability(), disp_get_num_threads());
     return 0;
   }
   const char *cmd = argv[1];

@@ -1,0 +1,51 @@
+/*
+ * cpu_capability.c - the CPU capability choice (cpu_capability.h).
+ */
+#include "cpu_capability.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <disp/cpu.h>
+
+static const char *const k_names[DISP_CPU_CAP_COUNT] = {"default", "avx2", "avx512"};
+
+const char *disp__cpu_capability_name(disp__cpu_cap c) {
+  return (unsigned)c < DISP_CPU_CAP_COUNT ? k_names[c] : "default";
+}
+
+disp__cpu_cap disp__cpu_capability_supported(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return DISP_CPU_AVX512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DISP_CPU_AVX2;
+#endif
+  return DISP_CPU_DEFAULT;
+}
+
+/* The capability the environment asks for, or DISP_CPU_CAP_COUNT. */
+static disp__cpu_cap requested(void) {
+  const char *s = getenv("DISP_CPU_CAPABILITY");
+  if (!s || !*s) s = getenv("ATEN_CPU_CAPABILITY");
+  if (!s) return DISP_CPU_CAP_COUNT;
+  for (int c = 0; c < DISP_CPU_CAP_COUNT; c++)
+    if (!strcmp(s, k_names[c])) return (disp__cpu_cap)c;
+  return DISP_CPU_CAP_COUNT;
+}
+
+/* -1 until decided; the race of two first callers decides the same value. */
+static atomic_int g_cap = -1;
+
+disp__cpu_cap disp__cpu_capability(void) {
+  int c = atomic_load_explicit(&g_cap, memory_order_relaxed);
+  if (c >= 0) return (disp__cpu_cap)c;
+  disp__cpu_cap best = disp__cpu_capability_supported(), want = requested();
+  c = want < best ? want : best;
+  atomic_store(&g_cap, c);
+  return (disp__cpu_cap)c;
+}
+
+const char *disp_cpu_capability(void) { return disp__cpu_capability_name(disp__cpu_capability()); }
