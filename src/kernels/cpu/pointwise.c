@@ -9,35 +9,47 @@
  */
 #include "cpu_kernels_internal.h"
 
+/* o[i] = VEXPR(va, vb) over whole vectors, then SEXPR(x, y) on the tail;
+ * the loop is written twice so the dense/broadcast test is not per vector. */
+#define BINARY_LOOP(VEXPR, SEXPR)                                                \
+  do {                                                                           \
+    int64_t i = 0;                                                               \
+    if (sb) {                                                                    \
+      for (; i + W <= n; i += W) {                                               \
+        V va = VLOAD(a + i), vb = VLOAD(b + i);                                  \
+        VSTORE(o + i, VEXPR);                                                    \
+      }                                                                          \
+    } else {                                                                     \
+      const V vb = VSET1(b[0]);                                                  \
+      for (; i + W <= n; i += W) {                                               \
+        V va = VLOAD(a + i);                                                     \
+        VSTORE(o + i, VEXPR);                                                    \
+      }                                                                          \
+    }                                                                            \
+    for (; i < n; i++) {                                                         \
+      float x = a[i], y = b[i * sb];                                             \
+      o[i] = SEXPR;                                                              \
+    }                                                                            \
+  } while (0)
+
 void DISP_CPU_FN(add_f32)(float *o, const float *a, const float *b, int64_t sb, float alpha, int64_t n) {
-  int64_t i = 0;
-  const V vb0 = VSET1(b[0]), va = VSET1(alpha);
   /* alpha == 1: no multiply (x * 1 is exact, so only time is saved) */
   if (alpha == 1.0f) {
-    for (; i + W <= n; i += W) VSTORE(o + i, VADD(VLOAD(a + i), sb ? VLOAD(b + i) : vb0));
-    for (; i < n; i++) o[i] = a[i] + b[i * sb];
+    BINARY_LOOP(VADD(va, vb), x + y);
     return;
   }
-  /* a product rounded, then the sum: no fused multiply-add in any copy */
-  for (; i + W <= n; i += W) VSTORE(o + i, VADD(VLOAD(a + i), VMUL(sb ? VLOAD(b + i) : vb0, va)));
-  for (; i < n; i++) {
-    float p = b[i * sb] * alpha;
-    o[i] = a[i] + p;
-  }
+  /* the product rounded, then the sum: no fused multiply-add in any copy
+   * (these sources are built with -ffp-contract=off) */
+  const V valpha = VSET1(alpha);
+  BINARY_LOOP(VADD(va, VMUL(vb, valpha)), x + y * alpha);
 }
 
 void DISP_CPU_FN(mul_f32)(float *o, const float *a, const float *b, int64_t sb, int64_t n) {
-  int64_t i = 0;
-  const V vb0 = VSET1(b[0]);
-  for (; i + W <= n; i += W) VSTORE(o + i, VMUL(VLOAD(a + i), sb ? VLOAD(b + i) : vb0));
-  for (; i < n; i++) o[i] = a[i] * b[i * sb];
+  BINARY_LOOP(VMUL(va, vb), x * y);
 }
 
 void DISP_CPU_FN(div_f32)(float *o, const float *a, const float *b, int64_t sb, int64_t n) {
-  int64_t i = 0;
-  const V vb0 = VSET1(b[0]);
-  for (; i + W <= n; i += W) VSTORE(o + i, VDIV(VLOAD(a + i), sb ? VLOAD(b + i) : vb0));
-  for (; i < n; i++) o[i] = a[i] / b[i * sb];
+  BINARY_LOOP(VDIV(va, vb), x / y);
 }
 
 /* max(lo, a) in x86's operand order returns a when a is NaN and when both
