@@ -6,6 +6,8 @@
  * A row of -inf gives NaN (-inf - -inf), a NaN anywhere in a row makes the
  * row NaN, as in 1.13.
  */
+#include <stddef.h>
+
 #include "cpu_kernels_internal.h"
 
 /* NaN-propagating max of a row: one vector accumulator, scalar tail. */
