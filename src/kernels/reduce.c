@@ -152,7 +152,7 @@ static void sum_f32_rows(const float *in, float *out, int64_t rows, int64_t len,
     out[0] = is_mean ? v / j.count : v;
     return;
   }
-  int64_t grain = len > 0 ? DISP_GRAIN_SIZE / len : rows;
+  int64_t grain = DISP_GRAIN_SIZE / len;
   disp__parallel_for(0, rows, grain < 1 ? 1 : grain, sum_rows, &j);
 }
 
