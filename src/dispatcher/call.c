@@ -412,7 +412,7 @@ disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack 
  * out-pointers; on failure nothing is handed out. */
 static disp_status returns_to_outs(const disp_signature *sig, disp_stack *stack, void **outs) {
   for (int i = 0; i < sig->nrets; i++) {
-    disp_status st = disp__value_to_out(sig->rets[i], disp_stack_at(stack, (size_t)i), outs[i]);
+    disp_status st = disp__value_to_out(sig->rets[i], &stack->v[i], outs[i]);
     if (st == DISP_OK) continue;
     for (int j = 0; j < i; j++) /* undo the returns already handed out */
       if (sig->rets[j] == DISP_CT_TENSOR) {
@@ -437,16 +437,16 @@ static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, dis
   if (d.kernel.unboxed) /* returns go straight into the caller's out-pointers */
     return disp__ffi_call_unboxed(sig, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0,
                                   d.ks, args, outs);
-  disp_stack *stack = disp_stack_new();
+  disp_stack *stack = disp__stack_borrow(); /* Note [Reused stacks] */
   if (!stack) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory calling %s", op->name);
   st = DISP_OK;
   for (int i = 0; i < sig->nargs && st == DISP_OK; i++) st = disp__cvalue_box(sig->args[i], &args[i], stack);
-  disp_keyset unused;
-  if (st == DISP_OK) st = disp__check_boxed_args(op, sig, stack->v, &unused);
+  /* Every argument passed the C check; only boxes that check does not vouch for are checked again. */
+  if (st == DISP_OK && sig->box_unsure) st = disp__check_boxed_some(op, sig, stack->v, sig->box_unsure);
   if (st == DISP_OK) st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
   if (st == DISP_OK) st = disp__check_boxed_returns(op, sig, stack, 0);
   if (st == DISP_OK) st = returns_to_outs(sig, stack, outs);
-  disp_stack_free(stack);
+  disp__stack_give_back(stack);
   return st;
 }
 
@@ -458,13 +458,15 @@ typedef enum { VA_CALL, VA_REDISPATCH, VA_GIVEN } va_mode;
  * (Note [Checking C arguments]). */
 static disp_status read_va(const char *fn, const disp_op *op, const disp_signature *sig, va_list *ap,
                            disp_cvalue *args, void **outs, disp_keyset *keys) {
-  keys->repr = 0;
+  uint64_t want_keys = keys ? sig->key_args : 0; /* NULL: the kernel is chosen already */
+  uint64_t ks = 0;
   for (int i = 0; i < sig->nargs; i++) {
     disp__cvalue_from_va(sig->args[i], ap, &args[i]);
-    disp_status st = disp__check_c_arg(fn, op, sig, i, &args[i]);
+    disp_status st = disp__check_c_arg_fast(fn, op, sig, i, &args[i]);
     if (st != DISP_OK) return st;
-    if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
+    if (want_keys & (UINT64_C(1) << i)) ks |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
   }
+  if (keys) keys->repr = ks;
   for (int i = 0; i < sig->nrets; i++) {
     outs[i] = va_arg(*ap, void *);
     if (!outs[i])
@@ -493,7 +495,7 @@ static disp_status call_va(const char *fn, const disp_op *op, va_mode mode, disp
   disp_cvalue args[DISP_MAX_ARGS];
   void *outs[DISP_MAX_RETS];
   disp_keyset keys;
-  if ((st = read_va(fn, op, sig, ap, args, outs, &keys)) != DISP_OK) return st;
+  if ((st = read_va(fn, op, sig, ap, args, outs, mode == VA_GIVEN ? NULL : &keys)) != DISP_OK) return st;
   if (mode == VA_GIVEN) return run_cvalues(op, sig, d, args, outs);
   uint64_t seq = disp__error_seq;
   d = mode == VA_CALL ? pick(op, apply_tls(keys), 1) : pick(op, d.ks, 0);
@@ -592,9 +594,11 @@ static disp_status closure_args(const disp_op *op, const disp_signature *sig, vo
   keys->repr = 0;
   for (int i = 0; i < sig->nargs; i++) {
     /* Each avalues[i] points at an argument of the C type the cif names. */
+    size_t size = sig->cif[0].arg_types[i]->size;
     memset(&args[i], 0, sizeof args[i]);
-    memcpy(&args[i], avalues[i], sig->cif[0].arg_types[i]->size);
-    disp_status st = disp__check_c_arg("the typed entry", op, sig, i, &args[i]);
+    if (size == sizeof(void *)) memcpy(&args[i], avalues[i], sizeof(void *)); /* inline: the common case */
+    else memcpy(&args[i], avalues[i], size);
+    disp_status st = disp__check_c_arg_fast("the typed entry", op, sig, i, &args[i]);
     if (st != DISP_OK) return st;
     if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
   }
@@ -611,7 +615,7 @@ static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_
   disp_status st;
   if (!now) {
     st = disp__fail(DISP_ERR_OP_NOT_FOUND, "%s is no longer defined", op->name);
-  } else if (!disp__signature_same_c(now, e->sig)) {
+  } else if (now != e->sig && !disp__signature_same_c(now, e->sig)) {
     st = closure_stale(op, e);
   } else {
     disp_cvalue args[DISP_MAX_ARGS];
