@@ -98,15 +98,17 @@ _Static_assert(sizeof(disp_opt_double) == 16 && sizeof(disp_opt_device) == 12 &&
                "classes_of assumes these layouts");
 _Static_assert(sizeof(disp_cvalue) >= 16, "the plan reads whole eightbytes of a disp_cvalue");
 
-/* Adds argument `arg` of classes `cls` to the plan; 0 when it does not fit. */
-static int plan_add(disp_reg_plan *p, unsigned arg, const char *cls, unsigned *gpr, unsigned *sse) {
+/* Adds an argument of classes `cls`, at byte `offset` of `source`, to the
+ * plan; 0 when it does not fit. */
+static int plan_add(disp_reg_plan *p, disp_plan_source source, size_t offset, const char *cls, unsigned *gpr,
+                    unsigned *sse) {
   unsigned ng = 0, ns = 0;
   for (const char *c = cls; *c; c++) *c == 'S' ? ns++ : ng++;
   if (!*cls || *gpr + ng > DISP_PLAN_GPRS || *sse + ns > DISP_PLAN_SSES) return 0;
   for (unsigned j = 0; cls[j]; j++) {
     disp_plan_word *w = &p->word[p->nwords++];
-    w->arg = (uint8_t)arg;
-    w->offset = (uint8_t)(8 * j);
+    w->source = (uint8_t)source;
+    w->offset = (uint16_t)(offset + 8 * j);
     w->sext32 = cls[j] == 'E';
     w->reg = (uint8_t)(cls[j] == 'S' ? DISP_PLAN_GPRS + (*sse)++ : (*gpr)++);
     if (cls[j] == 'S') p->sse = 1;
@@ -118,12 +120,12 @@ static int plan_add(disp_reg_plan *p, unsigned arg, const char *cls, unsigned *g
 static void plan_prepare(disp_reg_plan *p, const disp_signature *sig, int with_ks) {
   memset(p, 0, sizeof *p);
 #if defined(__x86_64__) && !defined(_WIN32) && !defined(__ILP32__)
-  unsigned gpr = 0, sse = 0, arg = 0;
-  if (with_ks && !plan_add(p, arg++, "I", &gpr, &sse)) return;
+  unsigned gpr = 0, sse = 0;
+  if (with_ks && !plan_add(p, DISP_PLAN_KEYSET, 0, "I", &gpr, &sse)) return;
   for (int i = 0; i < sig->nargs; i++)
-    if (!plan_add(p, arg++, classes_of(sig->args[i]), &gpr, &sse)) return;
+    if (!plan_add(p, DISP_PLAN_ARGS, (size_t)i * sizeof(disp_cvalue), classes_of(sig->args[i]), &gpr, &sse)) return;
   for (int i = 0; i < sig->nrets; i++)
-    if (!plan_add(p, arg++, "I", &gpr, &sse)) return; /* out-pointers */
+    if (!plan_add(p, DISP_PLAN_OUTS, (size_t)i * sizeof(void *), "I", &gpr, &sse)) return;
   p->ok = 1;
 #else
   (void)sig, (void)with_ks;
@@ -134,15 +136,22 @@ typedef disp_status (*gpr_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, 
 typedef disp_status (*reg_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, double, double, double,
                               double, double, double, double, double);
 
-/* The call of a plan that applies; avalues as ffi_call's, each pointing at
- * storage of whole eightbytes (a disp_cvalue, a key set, a pointer). */
-static disp_status plan_call(const disp_reg_plan *p, disp_fn fn, void *const *avalues) {
-  uint64_t r[DISP_PLAN_WORDS] = {0};
+/* The call of a plan that applies. Every eightbyte is read whole: a
+ * disp_cvalue is at least 16 bytes (zeroed past a shorter value), a key
+ * set and a pointer are 8. */
+static disp_status plan_call(const disp_reg_plan *p, disp_fn fn, const disp_keyset *ks, const disp_cvalue *args,
+                             void *const *outs) {
+  const char *const from[3] = {(const char *)ks, (const char *)args, (const char *)outs};
+  uint64_t r[DISP_PLAN_WORDS];
+  for (unsigned k = 0; k < DISP_PLAN_GPRS; k++) r[k] = 0;
+  if (p->sse)
+    for (unsigned k = DISP_PLAN_GPRS; k < DISP_PLAN_WORDS; k++) r[k] = 0;
   for (unsigned k = 0; k < p->nwords; k++) {
+    const disp_plan_word *w = &p->word[k];
     uint64_t v;
-    memcpy(&v, (const char *)avalues[p->word[k].arg] + p->word[k].offset, sizeof v);
-    if (p->word[k].sext32) v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
-    r[p->word[k].reg] = v;
+    memcpy(&v, from[w->source] + w->offset, sizeof v);
+    if (w->sext32) v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+    r[w->reg] = v;
   }
   if (!p->sse) return ((gpr_fn)fn)(r[0], r[1], r[2], r[3], r[4], r[5]);
   double x[DISP_PLAN_SSES];
@@ -170,13 +179,14 @@ disp_status disp__ffi_prepare(disp_signature *sig, const char *op_name) {
 
 disp_status disp__ffi_call_unboxed(const disp_signature *sig, disp_fn fn, int with_keyset,
                                    disp_keyset ks, disp_cvalue *args, void **outs) {
+  const disp_reg_plan *plan = &sig->plan[with_keyset != 0];
+  if (plan->ok) return plan_call(plan, fn, &ks, args, outs);
   void *avalues[1 + DISP_MAX_ARGS + DISP_MAX_RETS];
   unsigned n = 0;
   if (with_keyset) avalues[n++] = &ks;
   for (int i = 0; i < sig->nargs; i++) avalues[n++] = &args[i];
   /* Each out-pointer is an argument: libffi wants the address of each. */
   for (int i = 0; i < sig->nrets; i++) avalues[n++] = &outs[i];
-  if (sig->plan[with_keyset != 0].ok) return plan_call(&sig->plan[with_keyset != 0], fn, avalues);
   ffi_arg result = 0;
   ffi_call((ffi_cif *)&sig->cif[with_keyset != 0], fn, &result, avalues);
   return (disp_status)(int32_t)result;

@@ -70,11 +70,12 @@ enum { DISP_MAX_ARGS = 64, DISP_MAX_RETS = 16 };
 /* Note [Calling from a register plan] (ffi_bridge.c): where each
  * eightbyte of a call's arguments goes when they all fit in registers. */
 enum { DISP_PLAN_GPRS = 6, DISP_PLAN_SSES = 8, DISP_PLAN_WORDS = DISP_PLAN_GPRS + DISP_PLAN_SSES };
+typedef enum disp_plan_source { DISP_PLAN_KEYSET, DISP_PLAN_ARGS, DISP_PLAN_OUTS } disp_plan_source;
 typedef struct disp_plan_word {
-  uint8_t arg;    /* which argument (the key set and out-pointers count) */
-  uint8_t offset; /* byte offset of the eightbyte in the argument */
-  uint8_t reg;    /* 0..5: a general register, 6..13: an SSE one */
-  uint8_t sext32; /* an int32_t: sign-extended, as libffi does */
+  uint8_t source;  /* a disp_plan_source: the key set, args[] or outs[] */
+  uint8_t reg;     /* 0..5: a general register, 6..13: an SSE one */
+  uint8_t sext32;  /* an int32_t: sign-extended, as libffi does */
+  uint16_t offset; /* byte offset of the eightbyte in its source */
 } disp_plan_word;
 typedef struct disp_reg_plan {
   uint8_t ok;     /* every argument is in registers: the plan applies */
@@ -102,6 +103,7 @@ typedef struct disp_signature {
   uint64_t box_unsure;
   int varargs, varrets; /* `...` in the schema: the stack's length is the kernel's business */
   int supported;      /* every type has a C mapping */
+  int all_tensors;    /* supported, and every argument and return a Tensor (call.c's fast cases) */
   /* libffi: the unboxed signature without and with the leading key set. */
   ffi_cif cif[2];
   ffi_type *atypes[2][1 + DISP_MAX_ARGS + DISP_MAX_RETS];
