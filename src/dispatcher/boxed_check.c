@@ -9,7 +9,9 @@
  * becomes a NULL pointer inside a kernel. Arguments are checked when a boxed
  * call starts (disp_call_boxed, disp_redispatch_boxed, and the packing of C
  * arguments for a boxed kernel), so adapters, libffi and boxed kernels only
- * ever see well-typed stacks; what a boxed kernel leaves behind is checked
+ * ever see well-typed stacks (packed C arguments already passed the C check
+ * of c_args_check.c, so only the types whose box that check does not vouch
+ * for, signature.c's box_unsure, are checked again); what a boxed kernel leaves behind is checked
  * against the declared returns before anyone reads it. The rules are those
  * of unboxing (boxing.c): None only for optional types, an int where a float
  * is expected, int/float/bool for a Scalar, Tensor[] elements None only in a
