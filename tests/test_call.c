@@ -572,7 +572,8 @@ static disp_status nest_boxed(const disp_op *op, disp_keyset ks, disp_stack *s, 
   DISP_CALL(st, g_nest_op, disp_tensor_keyset(self), (disp_tensor *, int64_t, disp_tensor **), self, depth + 1, &out);
   if (st != DISP_OK) return st;
   /* The inner call left our values alone: ours are still self and depth. */
-  if (disp_stack_size(s) != 2 || disp_stack_at(s, 1)->u.i != depth) return disp_set_error(DISP_ERR_KERNEL, "stack shared");
+  if (disp_stack_size(s) != 2 || disp_stack_at(s, 1)->u.i != depth)
+    return disp_set_error(DISP_ERR_KERNEL, "stack shared");
   disp_stack_drop(s, 2);
   return disp_stack_push_tensor_steal(s, out);
 }

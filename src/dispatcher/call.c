@@ -636,7 +636,8 @@ static disp_status closure_args(const disp_op *op, const disp_signature *sig, vo
     else memcpy(&args[i], avalues[i], size);
     disp_status st = disp__check_c_arg_fast("the typed entry", op, sig, i, &args[i]);
     if (st != DISP_OK) return st;
-    if (sig->args[i] == DISP_CT_TENSOR) keys->repr |= disp__tensor_head_keys(args[i].tensor).repr; /* checked: not NULL */
+    if (sig->args[i] == DISP_CT_TENSOR) /* checked: not NULL */
+      keys->repr |= disp__tensor_head_keys(args[i].tensor).repr;
     else if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
   }
   for (int i = 0; i < sig->nrets; i++)
@@ -663,8 +664,10 @@ static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_
     if ((st = closure_args(op, e->sig, avalues, args, outs, &keys)) != DISP_OK) goto done;
     disp_dispatch d = pick(op, apply_tls(keys), 1);
     if (__builtin_expect(disp__tracing(), 0)) trace_enter("[call]", op, d.ks);
-    if (d.kernel.unboxed) /* the one libffi traversal was the closure's: the kernel gets the values as they came */
-      st = disp__ffi_call_unboxed(now, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, args, outs);
+    /* The one libffi traversal is the closure's: an unboxed kernel gets the values as they came. */
+    if (d.kernel.unboxed)
+      st = disp__ffi_call_unboxed(now, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks,
+                                  args, outs);
     else
       st = run_cvalues(op, now, d, args, outs);
     if (disp__tracing()) disp_trace_leave();
