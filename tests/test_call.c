@@ -459,6 +459,144 @@ TEST(unsupported_types_are_boxed_only) {
   return 0;
 }
 
+/* Note [Calling from a register plan]: signatures whose arguments all fit
+ * in registers skip ffi_call. Each of these three fits, and together they
+ * cover every C type the plan places (SSE and mixed eightbytes, a
+ * sign-extended enum, two-register structs, the leading key set); each is
+ * called boxed (the plan) and through a typed entry (closure, then the plan). */
+static struct {
+  double f, g;
+  bool g_has;
+  disp_scalar s;
+  int32_t dtype;
+  bool b;
+  disp_opt_device d;
+  disp_opt_bool c;
+  disp_opt_int n;
+  disp_keyset ks;
+} g_plan;
+
+static disp_status plan_sse(disp_tensor *self, double f, disp_opt_double g, disp_scalar s, disp_tensor **out) {
+  g_plan.f = f, g_plan.g = g.value, g_plan.g_has = g.has_value, g_plan.s = s;
+  *out = disp_tensor_retain(self);
+  return DISP_OK;
+}
+static disp_status plan_enum(disp_tensor *self, int32_t dtype, bool b, disp_opt_device d, disp_tensor **out) {
+  g_plan.dtype = dtype, g_plan.b = b, g_plan.d = d;
+  *out = disp_tensor_retain(self);
+  return DISP_OK;
+}
+static disp_status plan_ks(disp_keyset ks, disp_tensor *self, disp_opt_bool c, disp_opt_int n, disp_tensor **out) {
+  g_plan.ks = ks, g_plan.c = c, g_plan.n = n;
+  *out = disp_tensor_retain(self);
+  return DISP_OK;
+}
+
+typedef disp_status (*plan_sse_fn)(disp_tensor *, double, disp_opt_double, disp_scalar, disp_tensor **);
+typedef disp_status (*plan_enum_fn)(disp_tensor *, int32_t, bool, disp_opt_device, disp_tensor **);
+typedef disp_status (*plan_ks_fn)(disp_tensor *, disp_opt_bool, disp_opt_int, disp_tensor **);
+
+/* Runs the boxed call on `s` (arguments pushed) and checks it returned `a`. */
+static int boxed_returns(const disp_op *op, disp_stack *s, disp_tensor *a) {
+  if (disp_call_boxed(op, s) != DISP_OK || disp_stack_size(s) != 1 || disp_stack_at(s, 0)->u.tensor != a) return 0;
+  disp_stack_clear(s);
+  return 1;
+}
+
+TEST(register_plan_passes_every_type) {
+  const disp_op *o1 = define("plan_sse(Tensor self, float f, float? g, Scalar s) -> Tensor", "tc::plan_sse");
+  const disp_op *o2 = define("plan_enum(Tensor self, ScalarType? dtype, bool b, Device? d) -> Tensor", "tc::plan_enum");
+  const disp_op *o3 = define("plan_ks(Tensor self, bool? c, int? n) -> Tensor", "tc::plan_ks");
+  disp_library *l1 = impl(DISP_KEY_CPU, "plan_sse", disp_kernel_unboxed(DISP_FN(plan_sse), 0));
+  disp_library *l2 = impl(DISP_KEY_CPU, "plan_enum", disp_kernel_unboxed(DISP_FN(plan_enum), 0));
+  disp_library *l3 = impl(DISP_KEY_CPU, "plan_ks", disp_kernel_unboxed(DISP_FN(plan_ks), DISP_KERNEL_WITH_KEYSET));
+  ASSERT_TRUE(o1 && o2 && o3 && l1 && l2 && l3);
+  disp_tensor *a = cpu_tensor(), *out = NULL;
+  disp_stack *s = disp_stack_new();
+  disp_fn f1, f2, f3;
+  ASSERT_OK(disp_op_typed_entry(o1, &f1));
+  ASSERT_OK(disp_op_typed_entry(o2, &f2));
+  ASSERT_OK(disp_op_typed_entry(o3, &f3));
+  /* Doubles in SSE registers, a float? split between SSE and integer, a Scalar in two. */
+  disp_stack_push_tensor(s, a), disp_stack_push_double(s, 1.25), disp_stack_push_double(s, -3.5);
+  disp_stack_push_scalar(s, disp_scalar_double(0.75));
+  ASSERT_TRUE(boxed_returns(o1, s, a));
+  ASSERT_TRUE(g_plan.f == 1.25 && g_plan.g == -3.5 && g_plan.g_has);
+  ASSERT_TRUE(g_plan.s.kind == DISP_SCALAR_DOUBLE && g_plan.s.v.d == 0.75);
+  disp_opt_double none_d = {0, false};
+  ASSERT_OK(((plan_sse_fn)f1)(a, -2.0, none_d, disp_scalar_int(-7), &out));
+  ASSERT_TRUE(out == a && g_plan.f == -2.0 && !g_plan.g_has && g_plan.s.kind == DISP_SCALAR_INT && g_plan.s.v.i == -7);
+  disp_tensor_release(out);
+  /* An enum of -1 (None) sign-extended, a bool, a Device? in two registers. */
+  disp_stack_push_tensor(s, a), disp_stack_push_none(s), disp_stack_push_bool(s, true);
+  disp_stack_push_device(s, DISP_BACKEND_CPU, 3);
+  ASSERT_TRUE(boxed_returns(o2, s, a));
+  ASSERT_TRUE(g_plan.dtype == -1 && g_plan.b && g_plan.d.has_value && g_plan.d.type == DISP_BACKEND_CPU &&
+              g_plan.d.index == 3);
+  disp_opt_device no_dev = {0, 0, false};
+  ASSERT_OK(((plan_enum_fn)f2)(a, DISP_DTYPE_FLOAT64, false, no_dev, &out));
+  ASSERT_TRUE(out == a && g_plan.dtype == DISP_DTYPE_FLOAT64 && !g_plan.b && !g_plan.d.has_value);
+  disp_tensor_release(out);
+  /* The key set first, then a bool? and an int?. */
+  disp_stack_push_tensor(s, a), disp_stack_push_bool(s, true), disp_stack_push_int(s, -5);
+  ASSERT_TRUE(boxed_returns(o3, s, a));
+  ASSERT_TRUE(disp_keyset_has(g_plan.ks, DISP_KEY_CPU) && g_plan.c.has_value && g_plan.c.value &&
+              g_plan.n.has_value && g_plan.n.value == -5);
+  disp_opt_bool no_b = {false, false};
+  disp_opt_int n9 = {9, true};
+  ASSERT_OK(((plan_ks_fn)f3)(a, no_b, n9, &out));
+  ASSERT_TRUE(out == a && !g_plan.c.has_value && g_plan.n.value == 9 && disp_keyset_has(g_plan.ks, DISP_KEY_CPU));
+  disp_tensor_release(out);
+  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
+  disp_stack_free(s);
+  disp_tensor_release(a);
+  disp_library_free(l1), disp_library_free(l2), disp_library_free(l3);
+  return 0;
+}
+
+/* Note [Reused stacks]: a boxed kernel that makes a typed call into a boxed
+ * kernel itself, deeper than the per-thread cache, gets a stack of its own
+ * at every level and every value comes back. */
+static const disp_op *g_nest_op;
+static int g_nest_max;
+static disp_status nest_boxed(const disp_op *op, disp_keyset ks, disp_stack *s, void *ud) {
+  (void)op, (void)ks, (void)ud;
+  int64_t depth = disp_stack_at(s, disp_stack_size(s) - 1)->u.i;
+  if (depth > g_nest_max) g_nest_max = (int)depth;
+  if (depth >= 7) {
+    disp_stack_drop(s, 1);
+    return DISP_OK;
+  }
+  disp_tensor *self = disp_stack_at(s, disp_stack_size(s) - 2)->u.tensor, *out = NULL;
+  disp_status st;
+  DISP_CALL(st, g_nest_op, disp_tensor_keyset(self), (disp_tensor *, int64_t, disp_tensor **), self, depth + 1, &out);
+  if (st != DISP_OK) return st;
+  /* The inner call left our values alone: ours are still self and depth. */
+  if (disp_stack_size(s) != 2 || disp_stack_at(s, 1)->u.i != depth)
+    return disp_set_error(DISP_ERR_KERNEL, "stack shared");
+  disp_stack_drop(s, 2);
+  return disp_stack_push_tensor_steal(s, out);
+}
+
+TEST(nested_boxed_calls_get_their_own_stacks) {
+  g_nest_op = define("nest(Tensor self, int depth) -> Tensor", "tc::nest");
+  disp_library *cpu = impl(DISP_KEY_CPU, "nest", disp_kernel_boxed(nest_boxed, NULL, NULL));
+  ASSERT_TRUE(g_nest_op && cpu);
+  disp_tensor *a = cpu_tensor(), *out = NULL;
+  disp_status st;
+  for (int round = 0; round < 3; round++) {
+    DISP_CALL(st, g_nest_op, disp_tensor_keyset(a), (disp_tensor *, int64_t, disp_tensor **), a, (int64_t)0, &out);
+    ASSERT_OK(st);
+    ASSERT_TRUE(out == a);
+    disp_tensor_release(out);
+  }
+  ASSERT_EQ_INT(g_nest_max, 7);
+  ASSERT_EQ_INT(disp_tensor_refcount(a), 1); /* no stack kept a reference */
+  disp_tensor_release(a);
+  disp_library_free(cpu);
+  return 0;
+}
+
 TEST(cleanup_library) {
   disp_library_free(g_def);
   g_def = NULL;
@@ -477,6 +615,8 @@ TEST_LIST = {
     TEST_ENTRY(trace_matches_pytorch_format),
     TEST_ENTRY(autograd_fallback_redispatches_boxed_below_autograd),
     TEST_ENTRY(unsupported_types_are_boxed_only),
+    TEST_ENTRY(register_plan_passes_every_type),
+    TEST_ENTRY(nested_boxed_calls_get_their_own_stacks),
     TEST_ENTRY(cleanup_library),
     TEST_END};
 

@@ -9,7 +9,9 @@
  * becomes a NULL pointer inside a kernel. Arguments are checked when a boxed
  * call starts (disp_call_boxed, disp_redispatch_boxed, and the packing of C
  * arguments for a boxed kernel), so adapters, libffi and boxed kernels only
- * ever see well-typed stacks; what a boxed kernel leaves behind is checked
+ * ever see well-typed stacks (packed C arguments already passed the C check
+ * of c_args_check.c, so only the types whose box that check does not vouch
+ * for, signature.c's box_unsure, are checked again); what a boxed kernel leaves behind is checked
  * against the declared returns before anyone reads it. The rules are those
  * of unboxing (boxing.c): None only for optional types, an int where a float
  * is expected, int/float/bool for a Scalar, Tensor[] elements None only in a
@@ -22,6 +24,7 @@
 #include "error_internal.h"
 #include "registry_internal.h"
 #include "boxed_check_internal.h"
+#include "stack_internal.h"
 
 /* Why a value does not fit, for the message. */
 typedef enum misfit_kind { WRONG_TAG, NULL_PAYLOAD, NONE_ELEMENT, OUT_OF_RANGE } misfit_kind;
@@ -122,18 +125,29 @@ static disp_status arg_fail(const disp_op *op, int i, const misfit *why) {
   return misfit_fail(DISP_ERR_TYPE, op->name, what, type ? type : "?", why);
 }
 
+static int arg_fits(const disp_signature *sig, int i, const disp_value *v, misfit *why) {
+  uint64_t bit = UINT64_C(1) << i;
+  return value_fits(sig->args[i], (sig->nullable_args & bit) != 0, (sig->optional_elems & bit) != 0, v, why);
+}
+
 disp_status disp__check_boxed_args(const disp_op *op, const disp_signature *sig, const disp_value *av,
                                    disp_keyset *keys) {
   uint64_t ks = 0;
   for (int i = 0; i < sig->nargs; i++) {
-    const disp_value *v = &av[i];
-    uint64_t bit = UINT64_C(1) << i;
     misfit why;
-    if (!value_fits(sig->args[i], (sig->nullable_args & bit) != 0, (sig->optional_elems & bit) != 0, v, &why))
-      return arg_fail(op, i, &why);
-    if (sig->key_args & bit) ks |= disp__value_keys(v).repr;
+    if (!arg_fits(sig, i, &av[i], &why)) return arg_fail(op, i, &why);
+    if (sig->key_args & (UINT64_C(1) << i)) ks |= disp__value_keys(&av[i]).repr;
   }
   keys->repr = ks;
+  return DISP_OK;
+}
+
+disp_status disp__check_boxed_some(const disp_op *op, const disp_signature *sig, const disp_value *av,
+                                   uint64_t which) {
+  for (int i = 0; i < sig->nargs; i++) {
+    misfit why;
+    if ((which & (UINT64_C(1) << i)) && !arg_fits(sig, i, &av[i], &why)) return arg_fail(op, i, &why);
+  }
   return DISP_OK;
 }
 
@@ -157,9 +171,12 @@ disp_status disp__check_boxed_returns(const disp_op *op, const disp_signature *s
   for (int i = 0; i < sig->nrets; i++) {
     disp_ctype t = sig->rets[i];
     /* A returned Tensor may be undefined (None), as value.h documents. */
+    const disp_value *v = &stack->v[base + (size_t)i];
+    if (t == DISP_CT_TENSOR && (v->tag == DISP_VALUE_NONE || (v->tag == DISP_VALUE_TENSOR && v->u.tensor)))
+      continue; /* the common case, inline */
     int nullable = t == DISP_CT_TENSOR || (sig->nullable_rets & (UINT64_C(1) << i)) != 0;
     misfit why;
-    if (value_fits(t, nullable, 1, disp_stack_at(stack, base + (size_t)i), &why)) continue;
+    if (value_fits(t, nullable, 1, v, &why)) continue;
     const disp_schema *s = disp_op_schema(op);
     const char *type = s ? disp_schema_return_type_str(s, (size_t)i) : NULL;
     char what[64];

@@ -21,6 +21,11 @@ disp_status disp__check_boxed_count(const disp_op *op, const disp_signature *sig
 disp_status disp__check_boxed_args(const disp_op *op, const disp_signature *sig, const disp_value *av,
                                    disp_keyset *keys);
 
+/* The same for the arguments whose bit is set in `which` only, without
+ * the key sets. */
+disp_status disp__check_boxed_some(const disp_op *op, const disp_signature *sig, const disp_value *av,
+                                   uint64_t which);
+
 /* Checks what a boxed kernel left above `base` (where its arguments
  * started): as many values as the schema has returns, each of its return's
  * type. DISP_ERR_KERNEL otherwise; reads only. */

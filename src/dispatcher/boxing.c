@@ -253,7 +253,7 @@ disp_status disp__value_to_out(disp_ctype t, disp_value *v, void *out_ptr) {
 
 disp_keyset disp__value_keys(const disp_value *v) {
   disp_keyset ks = {0};
-  if (v->tag == DISP_VALUE_TENSOR) return disp_tensor_keyset(v->u.tensor);
+  if (v->tag == DISP_VALUE_TENSOR) return disp__tensor_head_keys(v->u.tensor);
   if (v->tag == DISP_VALUE_TENSOR_LIST)
     for (size_t i = 0; i < v->u.tensors.len; i++)
       if (v->u.tensors.data[i]) ks.repr |= disp_tensor_keyset(v->u.tensors.data[i]).repr;
@@ -262,7 +262,7 @@ disp_keyset disp__value_keys(const disp_value *v) {
 
 disp_keyset disp__cvalue_keys(disp_ctype t, const disp_cvalue *v) {
   disp_keyset ks = {0};
-  if ((t == DISP_CT_TENSOR || t == DISP_CT_OPT_TENSOR) && v->tensor) return disp_tensor_keyset(v->tensor);
+  if ((t == DISP_CT_TENSOR || t == DISP_CT_OPT_TENSOR) && v->tensor) return disp__tensor_head_keys(v->tensor);
   if (t == DISP_CT_TENSOR_LIST)
     for (size_t i = 0; i < v->tensors.len; i++)
       if (v->tensors.data[i]) ks.repr |= disp_tensor_keyset(v->tensors.data[i]).repr;

@@ -20,4 +20,11 @@
 disp_status disp__check_c_arg(const char *fn, const disp_op *op, const disp_signature *sig, int i,
                               const disp_cvalue *v);
 
+/* The same, with the common case (a non-NULL Tensor) decided inline. */
+static inline disp_status disp__check_c_arg_fast(const char *fn, const disp_op *op, const disp_signature *sig, int i,
+                                                 const disp_cvalue *v) {
+  if (sig->args[i] == DISP_CT_TENSOR && v->tensor) return DISP_OK;
+  return disp__check_c_arg(fn, op, sig, i, v);
+}
+
 #endif

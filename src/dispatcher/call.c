@@ -412,7 +412,7 @@ disp_status disp_redispatch_boxed(const disp_op *op, disp_keyset ks, disp_stack 
  * out-pointers; on failure nothing is handed out. */
 static disp_status returns_to_outs(const disp_signature *sig, disp_stack *stack, void **outs) {
   for (int i = 0; i < sig->nrets; i++) {
-    disp_status st = disp__value_to_out(sig->rets[i], disp_stack_at(stack, (size_t)i), outs[i]);
+    disp_status st = disp__value_to_out(sig->rets[i], &stack->v[i], outs[i]);
     if (st == DISP_OK) continue;
     for (int j = 0; j < i; j++) /* undo the returns already handed out */
       if (sig->rets[j] == DISP_CT_TENSOR) {
@@ -437,16 +437,54 @@ static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, dis
   if (d.kernel.unboxed) /* returns go straight into the caller's out-pointers */
     return disp__ffi_call_unboxed(sig, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0,
                                   d.ks, args, outs);
-  disp_stack *stack = disp_stack_new();
+  disp_stack *stack = disp__stack_borrow(); /* Note [Reused stacks] */
   if (!stack) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory calling %s", op->name);
   st = DISP_OK;
   for (int i = 0; i < sig->nargs && st == DISP_OK; i++) st = disp__cvalue_box(sig->args[i], &args[i], stack);
-  disp_keyset unused;
-  if (st == DISP_OK) st = disp__check_boxed_args(op, sig, stack->v, &unused);
+  /* Every argument passed the C check; only boxes that check does not vouch for are checked again. */
+  if (st == DISP_OK && sig->box_unsure) st = disp__check_boxed_some(op, sig, stack->v, sig->box_unsure);
   if (st == DISP_OK) st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
   if (st == DISP_OK) st = disp__check_boxed_returns(op, sig, stack, 0);
   if (st == DISP_OK) st = returns_to_outs(sig, stack, outs);
-  disp_stack_free(stack);
+  disp__stack_give_back(stack);
+  return st;
+}
+
+static disp_status out_is_null(const char *fn, const disp_op *op, int i) {
+  return disp__fail(DISP_ERR_INVALID_ARG, "%s: out is NULL (the out-pointer for return %d of %s)", fn, i, op->name);
+}
+
+/* The fast case of C arguments for a boxed kernel (DISP_CALL and
+ * DISP_INVOKE of a boxed kernel come here), when every argument and return
+ * is a Tensor: what read_va and run_cvalues do, with the C check, the
+ * packing and the return check of a Tensor inline and the returns moved
+ * straight out of the stack. A NULL tensor or out-pointer gets the general
+ * path's message; wrong returns go to the general check for theirs. */
+static disp_status tensors_into_boxed(const char *fn, const disp_op *op, const disp_signature *sig,
+                                      disp_dispatch d, va_list *ap) {
+  disp_cvalue args[DISP_MAX_ARGS];
+  void *outs[DISP_MAX_RETS];
+  for (int i = 0; i < sig->nargs; i++)
+    if (!(args[i].tensor = va_arg(*ap, disp_tensor *))) return disp__check_c_arg(fn, op, sig, i, &args[i]);
+  for (int i = 0; i < sig->nrets; i++)
+    if (!(outs[i] = va_arg(*ap, void *))) return out_is_null(fn, op, i);
+  disp_stack *stack = disp__stack_borrow(); /* Note [Reused stacks] */
+  if (!stack) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory calling %s", op->name);
+  disp_status st = DISP_OK;
+  for (int i = 0; i < sig->nargs && st == DISP_OK; i++) st = disp_stack_push_tensor(stack, args[i].tensor);
+  if (st == DISP_OK) st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
+  if (st == DISP_OK && stack->len != (size_t)sig->nrets) st = disp__check_boxed_returns(op, sig, stack, 0);
+  for (int i = 0; i < sig->nrets && st == DISP_OK; i++) {
+    disp_value *v = &stack->v[i];
+    if (v->tag != DISP_VALUE_NONE && (v->tag != DISP_VALUE_TENSOR || !v->u.tensor))
+      st = disp__check_boxed_returns(op, sig, stack, 0);
+  }
+  if (st == DISP_OK) {
+    for (int i = 0; i < sig->nrets; i++)
+      *(disp_tensor **)outs[i] = stack->v[i].tag == DISP_VALUE_TENSOR ? stack->v[i].u.tensor : NULL;
+    stack->len = 0; /* moved out */
+  }
+  disp__stack_give_back(stack);
   return st;
 }
 
@@ -458,19 +496,17 @@ typedef enum { VA_CALL, VA_REDISPATCH, VA_GIVEN } va_mode;
  * (Note [Checking C arguments]). */
 static disp_status read_va(const char *fn, const disp_op *op, const disp_signature *sig, va_list *ap,
                            disp_cvalue *args, void **outs, disp_keyset *keys) {
-  keys->repr = 0;
+  uint64_t want_keys = keys ? sig->key_args : 0; /* NULL: the kernel is chosen already */
+  uint64_t ks = 0;
   for (int i = 0; i < sig->nargs; i++) {
     disp__cvalue_from_va(sig->args[i], ap, &args[i]);
-    disp_status st = disp__check_c_arg(fn, op, sig, i, &args[i]);
+    disp_status st = disp__check_c_arg_fast(fn, op, sig, i, &args[i]);
     if (st != DISP_OK) return st;
-    if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
+    if (want_keys & (UINT64_C(1) << i)) ks |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
   }
-  for (int i = 0; i < sig->nrets; i++) {
-    outs[i] = va_arg(*ap, void *);
-    if (!outs[i])
-      return disp__fail(DISP_ERR_INVALID_ARG, "%s: out is NULL (the out-pointer for return %d of %s)",
-                        fn, i, op->name);
-  }
+  if (keys) keys->repr = ks;
+  for (int i = 0; i < sig->nrets; i++)
+    if (!(outs[i] = va_arg(*ap, void *))) return out_is_null(fn, op, i);
   return DISP_OK;
 }
 
@@ -493,7 +529,7 @@ static disp_status call_va(const char *fn, const disp_op *op, va_mode mode, disp
   disp_cvalue args[DISP_MAX_ARGS];
   void *outs[DISP_MAX_RETS];
   disp_keyset keys;
-  if ((st = read_va(fn, op, sig, ap, args, outs, &keys)) != DISP_OK) return st;
+  if ((st = read_va(fn, op, sig, ap, args, outs, mode == VA_GIVEN ? NULL : &keys)) != DISP_OK) return st;
   if (mode == VA_GIVEN) return run_cvalues(op, sig, d, args, outs);
   uint64_t seq = disp__error_seq;
   d = mode == VA_CALL ? pick(op, apply_tls(keys), 1) : pick(op, d.ks, 0);
@@ -537,9 +573,11 @@ disp_status disp_call_boxed_kernel(const disp_op *op, disp_boxed_fn fn, void *us
   DISP_REFUSE_NULL(op);
   DISP_REFUSE_NULL(fn);
   disp_dispatch d = {.kernel = {.boxed = fn, .user_data = user_data}, .ks = ks};
+  const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
   va_list ap;
   va_start(ap, ks);
-  disp_status st = call_va(__func__, op, VA_GIVEN, d, &ap);
+  disp_status st = sig && sig->all_tensors ? tensors_into_boxed(__func__, op, sig, d, &ap)
+                                           : call_va(__func__, op, VA_GIVEN, d, &ap);
   va_end(ap);
   return st;
 }
@@ -592,13 +630,19 @@ static disp_status closure_args(const disp_op *op, const disp_signature *sig, vo
   keys->repr = 0;
   for (int i = 0; i < sig->nargs; i++) {
     /* Each avalues[i] points at an argument of the C type the cif names. */
+    size_t size = sig->cif[0].arg_types[i]->size;
     memset(&args[i], 0, sizeof args[i]);
-    memcpy(&args[i], avalues[i], sig->cif[0].arg_types[i]->size);
-    disp_status st = disp__check_c_arg("the typed entry", op, sig, i, &args[i]);
+    if (size == sizeof(void *)) memcpy(&args[i], avalues[i], sizeof(void *)); /* inline: the common case */
+    else memcpy(&args[i], avalues[i], size);
+    disp_status st = disp__check_c_arg_fast("the typed entry", op, sig, i, &args[i]);
     if (st != DISP_OK) return st;
-    if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
+    if (sig->args[i] == DISP_CT_TENSOR) /* checked: not NULL */
+      keys->repr |= disp__tensor_head_keys(args[i].tensor).repr;
+    else if (sig->key_args & (UINT64_C(1) << i)) keys->repr |= disp__cvalue_keys(sig->args[i], &args[i]).repr;
   }
-  for (int i = 0; i < sig->nrets; i++) outs[i] = *(void **)avalues[sig->nargs + i];
+  for (int i = 0; i < sig->nrets; i++)
+    if (!(outs[i] = *(void **)avalues[sig->nargs + i]))
+      return disp__fail(DISP_ERR_INVALID_ARG, "%s: an out-pointer for a return is NULL", op->name);
   return DISP_OK;
 }
 
@@ -611,21 +655,21 @@ static void closure_handler(ffi_cif *cif, void *ret, void **avalues, void *user_
   disp_status st;
   if (!now) {
     st = disp__fail(DISP_ERR_OP_NOT_FOUND, "%s is no longer defined", op->name);
-  } else if (!disp__signature_same_c(now, e->sig)) {
+  } else if (now != e->sig && !disp__signature_same_c(now, e->sig)) {
     st = closure_stale(op, e);
   } else {
     disp_cvalue args[DISP_MAX_ARGS];
     void *outs[DISP_MAX_RETS];
     disp_keyset keys;
     if ((st = closure_args(op, e->sig, avalues, args, outs, &keys)) != DISP_OK) goto done;
-    for (int i = 0; i < e->sig->nrets; i++)
-      if (!outs[i]) {
-        st = disp__fail(DISP_ERR_INVALID_ARG, "%s: an out-pointer for a return is NULL", op->name);
-        goto done;
-      }
     disp_dispatch d = pick(op, apply_tls(keys), 1);
     if (__builtin_expect(disp__tracing(), 0)) trace_enter("[call]", op, d.ks);
-    st = run_cvalues(op, now, d, args, outs);
+    /* The one libffi traversal is the closure's: an unboxed kernel gets the values as they came. */
+    if (d.kernel.unboxed)
+      st = disp__ffi_call_unboxed(now, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks,
+                                  args, outs);
+    else
+      st = run_cvalues(op, now, d, args, outs);
     if (disp__tracing()) disp_trace_leave();
     if (st != DISP_OK) disp__error_name_op(op->name, st, seq);
   }

@@ -98,6 +98,8 @@ disp_status disp__signature_new(const disp_schema *schema, disp_signature **out)
     if (c == DISP_CT_TENSOR || c == DISP_CT_OPT_TENSOR || c == DISP_CT_TENSOR_LIST)
       sig->key_args |= UINT64_C(1) << i;
     if (t->kind == DISP_TYPE_OPTIONAL) sig->nullable_args |= UINT64_C(1) << i;
+    if (c == DISP_CT_SCALAR || c == DISP_CT_ENUM || c == DISP_CT_DEVICE || c == DISP_CT_GENERATOR)
+      sig->box_unsure |= UINT64_C(1) << i;
     if (list_of_optionals(t)) sig->optional_elems |= UINT64_C(1) << i;
   }
   for (int i = 0; i < sig->nrets; i++) {
@@ -106,6 +108,9 @@ disp_status disp__signature_new(const disp_schema *schema, disp_signature **out)
     if (c == DISP_CT_UNSUPPORTED) sig->supported = 0;
     if (schema->rets[i].type->kind == DISP_TYPE_OPTIONAL) sig->nullable_rets |= UINT64_C(1) << i;
   }
+  sig->all_tensors = sig->supported;
+  for (int i = 0; i < sig->nargs; i++) sig->all_tensors &= sig->args[i] == DISP_CT_TENSOR;
+  for (int i = 0; i < sig->nrets; i++) sig->all_tensors &= sig->rets[i] == DISP_CT_TENSOR;
   if (sig->supported) {
     disp_status st = disp__ffi_prepare(sig, schema->qualified);
     if (st != DISP_OK) {

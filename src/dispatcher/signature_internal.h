@@ -67,6 +67,23 @@ typedef union disp_cvalue {
 
 enum { DISP_MAX_ARGS = 64, DISP_MAX_RETS = 16 };
 
+/* Note [Calling from a register plan] (ffi_bridge.c): where each
+ * eightbyte of a call's arguments goes when they all fit in registers. */
+enum { DISP_PLAN_GPRS = 6, DISP_PLAN_SSES = 8, DISP_PLAN_WORDS = DISP_PLAN_GPRS + DISP_PLAN_SSES };
+typedef enum disp_plan_source { DISP_PLAN_KEYSET, DISP_PLAN_ARGS, DISP_PLAN_OUTS } disp_plan_source;
+typedef struct disp_plan_word {
+  uint8_t source;  /* a disp_plan_source: the key set, args[] or outs[] */
+  uint8_t reg;     /* 0..5: a general register, 6..13: an SSE one */
+  uint8_t sext32;  /* an int32_t: sign-extended, as libffi does */
+  uint16_t offset; /* byte offset of the eightbyte in its source */
+} disp_plan_word;
+typedef struct disp_reg_plan {
+  uint8_t ok;     /* every argument is in registers: the plan applies */
+  uint8_t sse;    /* some argument uses an SSE register */
+  uint8_t nwords; /* entries of `word` */
+  disp_plan_word word[DISP_PLAN_WORDS];
+} disp_reg_plan;
+
 typedef struct disp_signature {
   int nargs, nrets;
   disp_ctype args[DISP_MAX_ARGS];
@@ -78,11 +95,20 @@ typedef struct disp_signature {
    * `optional_elems` when its elements may be None (`Tensor?[]`). */
   uint64_t nullable_args, optional_elems;
   uint64_t nullable_rets;
+  /* Bit i when a C argument that passed the C check (c_args_check.c) may
+   * still box to a value the boxed check refuses: a Scalar of kind NONE, an
+   * enum of -1, a Device without a value or a NULL Generator where the
+   * schema allows no None. Packing C arguments for a boxed kernel checks
+   * only these (Note [Checking boxed values]). */
+  uint64_t box_unsure;
   int varargs, varrets; /* `...` in the schema: the stack's length is the kernel's business */
   int supported;      /* every type has a C mapping */
+  int all_tensors;    /* supported, and every argument and return a Tensor (call.c's fast cases) */
   /* libffi: the unboxed signature without and with the leading key set. */
   ffi_cif cif[2];
   ffi_type *atypes[2][1 + DISP_MAX_ARGS + DISP_MAX_RETS];
+  /* The same two, as registers (Note [Calling from a register plan]). */
+  disp_reg_plan plan[2];
 } disp_signature;
 
 struct disp_schema;

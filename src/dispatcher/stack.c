@@ -1,6 +1,7 @@
 /*
  * stack.c - boxed values and the stack of a boxed call.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,4 +308,70 @@ disp_status disp_stack_pop_tensor(disp_stack *s, disp_tensor **out) {
   *out = top->tag == DISP_VALUE_TENSOR ? top->u.tensor : NULL;
   s->len--;
   return DISP_OK;
+}
+
+/* ---- Note [Reused stacks] ------------------------------------------------ */
+
+/* Four levels of nested calls into boxed kernels cover autograd over a
+ * boxed backend over a boxed fallback; a stack that grew past
+ * KEPT_CAPACITY values gives its array back rather than hold it. */
+enum { CACHED_STACKS = 4, KEPT_CAPACITY = 64 };
+
+typedef struct stack_cache {
+  disp_stack s[CACHED_STACKS];
+  unsigned used; /* s[0..used) are borrowed */
+} stack_cache;
+
+/* initial-exec: one %fs-relative load; the pointer alone is thread-local,
+ * so the static TLS block grows by 8 bytes (see tls_internal.h). */
+static _Thread_local stack_cache *tls_cache __attribute__((tls_model("initial-exec")));
+static pthread_key_t g_cache_key;
+static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
+static int g_cache_key_ok;
+
+/* pthread key destructor: the thread is exiting. Nothing is borrowed then
+ * (no call is running), and every value was cleared on give-back. */
+static void cache_free(void *p) {
+  stack_cache *c = p;
+  for (int i = 0; i < CACHED_STACKS; i++) free(c->s[i].v);
+  free(c);
+  tls_cache = NULL; /* a later destructor that calls the library makes a new one */
+}
+
+static void make_cache_key(void) { g_cache_key_ok = pthread_key_create(&g_cache_key, cache_free) == 0; }
+
+/* The thread's first borrow, or one nested deeper than the cache. */
+static __attribute__((noinline)) disp_stack *borrow_slow(void) {
+  if (!tls_cache) {
+    pthread_once(&g_cache_once, make_cache_key);
+    stack_cache *c = g_cache_key_ok ? calloc(1, sizeof *c) : NULL;
+    if (c && pthread_setspecific(g_cache_key, c) == 0) {
+      tls_cache = c;
+      c->used = 1;
+      return &c->s[0];
+    }
+    free(c); /* without a cache every borrow allocates, as before it existed */
+  }
+  return disp_stack_new();
+}
+
+disp_stack *disp__stack_borrow(void) {
+  stack_cache *c = tls_cache;
+  if (__builtin_expect(c && c->used < CACHED_STACKS, 1)) return &c->s[c->used++];
+  return borrow_slow();
+}
+
+void disp__stack_give_back(disp_stack *s) {
+  stack_cache *c = tls_cache;
+  if (c && c->used && s == &c->s[c->used - 1]) {
+    disp_stack_clear(s);
+    c->used--;
+    if (s->cap > KEPT_CAPACITY) {
+      free(s->v);
+      s->v = NULL;
+      s->cap = 0;
+    }
+    return;
+  }
+  disp_stack_free(s);
 }
