@@ -179,18 +179,6 @@ disp_status disp__meta_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *
   return DISP_OK;
 }
 
-/* out = self broadcast to out's (m, n) (out contiguous). */
-static void copy_broadcast_self(disp_tensor *out, const disp_tensor *self, const int64_t *sz) {
-  size_t isz = disp_dtype_itemsize(self->dtype);
-  int64_t s0 = self->ndim == 2 && self->sizes[0] != 1 ? self->strides[0] : 0;
-  int64_t s1 = self->ndim >= 1 && self->sizes[self->ndim - 1] != 1 ? self->strides[self->ndim - 1] : 0;
-  const char *src = disp_tensor_data_ptr((disp_tensor *)self);
-  char *dst = disp_tensor_data_ptr(out);
-  for (int64_t i = 0; i < sz[0]; i++)
-    for (int64_t j = 0; j < sz[1]; j++)
-      memcpy(dst + (size_t)(i * sz[1] + j) * isz, src + (i * s0 + j * s1) * (int64_t)isz, isz);
-}
-
 disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
                             disp_scalar beta, disp_scalar alpha, disp_tensor **out0) {
   int64_t sz[2];
@@ -207,7 +195,7 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
     if (beta_zero || out->numel == 0) {
       zero_fill(out);
     } else {
-      copy_broadcast_self(out, self, sz);
+      disp__titer_copy(out, self); /* self broadcast to (m, n) */
       if ((st = scale_by_beta(out, beta)) != DISP_OK) {
         disp_tensor_release(out);
         return st;
@@ -216,8 +204,9 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
     *out0 = out;
     return DISP_OK;
   }
-  /* out = self broadcast to (m, n); the gemm then scales it by beta. */
-  if (!beta_zero) copy_broadcast_self(out, self, sz);
+  /* out = self broadcast to (m, n) by the one broadcast copy (a memcpy
+   * per row for a bias vector); the gemm then scales it by beta. */
+  if (!beta_zero) disp__titer_copy(out, self);
   st = disp__gemm(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, mat_of(mat1, 0, 1, 0),
                   mat_of(mat2, 0, 1, 0), beta_zero ? disp_scalar_int(0) : beta, mat_of(out, 0, 1, 0));
   if (st != DISP_OK) {
