@@ -6,6 +6,7 @@
  * kernels reject exactly what the CPU ones reject and agree on shapes. The
  * products themselves go through gemm.h.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "aten_kernels.h"
 #include "tensor/dtype_cast.h"
 #include "gemm.h"
+#include "parallel.h"
 #include "tensor_iter.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
@@ -291,6 +293,30 @@ static void bmm_small_elem(disp_dtype dt, const char *a, int64_t as, const char 
   disp__store_double(out, dt, acc);
 }
 
+/* Batches [lo, hi) of a bmm through disp__gemm, out = self @ mat2. */
+typedef struct bmm_job {
+  disp_tensor *self, *mat2, *out;
+  atomic_int status;
+} bmm_job;
+
+enum { BMM_MIN_WORK = 65536 }; /* multiply-adds worth a thread */
+
+static disp_status bmm_gemms(bmm_job *j, int64_t lo, int64_t hi) {
+  disp_status st = DISP_OK;
+  const int64_t *sz = j->out->sizes;
+  for (int64_t b = lo; b < hi && st == DISP_OK; b++)
+    st = disp__gemm(j->self->dtype, sz[1], sz[2], j->self->sizes[2], disp_scalar_int(1),
+                    mat_of(j->self, 1, 2, b), mat_of(j->mat2, 1, 2, b), disp_scalar_int(0),
+                    mat_of(j->out, 1, 2, b));
+  return st;
+}
+
+static void bmm_batches(int64_t lo, int64_t hi, void *arg) {
+  bmm_job *j = arg;
+  disp_status st = bmm_gemms(j, lo, hi);
+  if (st != DISP_OK) atomic_store(&j->status, (int)st);
+}
+
 disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[3];
   disp_status st = bmm_geometry(self, mat2, sz);
@@ -317,10 +343,12 @@ disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **ou
     *out0 = out;
     return DISP_OK;
   }
-  for (int64_t b = 0; b < sz[0] && st == DISP_OK; b++)
-    st = disp__gemm(self->dtype, sz[1], sz[2], self->sizes[2], disp_scalar_int(1),
-                    mat_of(self, 1, 2, b), mat_of(mat2, 1, 2, b), disp_scalar_int(0),
-                    mat_of(out, 1, 2, b));
+  bmm_job j = {self, mat2, out, 0};
+  /* batches on the library's threads, each product on one (Note [Threaded
+   * gemm]); a failure is redone here, where its message belongs */
+  int64_t per = sz[1] * sz[2] * self->sizes[2], grain = per >= BMM_MIN_WORK ? 1 : BMM_MIN_WORK / per + 1;
+  disp__parallel_for(0, sz[0], grain, bmm_batches, &j);
+  if (atomic_load(&j.status) != DISP_OK) st = bmm_gemms(&j, 0, sz[0]);
   if (st != DISP_OK) {
     disp_tensor_release(out);
     return st;
