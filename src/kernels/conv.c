@@ -53,10 +53,11 @@ typedef struct cols_job {
 } cols_job;
 
 /* Least channels per thread: about DISP_GRAIN_SIZE elements of cols. */
-static int64_t cols_grain(const geom *gm) {
-  int64_t per = prod3(gm->k) * prod3(gm->out);
-  return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (per > 0 ? per : 1) + 1;
+static int64_t work_grain(double per) {
+  return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (int64_t)(per > 1 ? per : 1) + 1;
 }
+
+static int64_t cols_grain(const geom *gm) { return work_grain((double)prod3(gm->k) * (double)prod3(gm->out)); }
 
 /* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
 static void im2col_range(int64_t c0, int64_t c1, void *arg) {
@@ -206,9 +207,9 @@ static disp_status run_prim(int prim, const geom *gm, const double *a, const dou
     if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(double) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
     prim_job j = {prim, gm, a, b, y, 0};
     /* a sample's work: about its output and its columns */
-    int64_t per = (gm->ci * prod3(gm->in) + gm->co * prod3(gm->out)) * prod3(gm->k);
-    disp__parallel_for(0, gm->n, per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (per > 0 ? per : 1) + 1,
-                       prim_samples, &j);
+    double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
+                 (double)prod3(gm->k);
+    disp__parallel_for(0, gm->n, work_grain(per), prim_samples, &j);
     if (atomic_load(&j.failed)) st = DISP_ERR_NO_MEMORY;
   }
   /* every failure of a primitive is memory (columns, gemm packing) */

@@ -346,7 +346,8 @@ disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **ou
   bmm_job j = {self, mat2, out, 0};
   /* batches on the library's threads, each product on one (Note [Threaded
    * gemm]); a failure is redone here, where its message belongs */
-  int64_t per = sz[1] * sz[2] * self->sizes[2], grain = per >= BMM_MIN_WORK ? 1 : BMM_MIN_WORK / per + 1;
+  double per = (double)sz[1] * (double)sz[2] * (double)self->sizes[2]; /* int64 may overflow */
+  int64_t grain = per >= BMM_MIN_WORK ? 1 : BMM_MIN_WORK / (int64_t)(per > 1 ? per : 1) + 1;
   disp__parallel_for(0, sz[0], grain, bmm_batches, &j);
   if (atomic_load(&j.status) != DISP_OK) st = bmm_gemms(&j, 0, sz[0]);
   if (st != DISP_OK) {

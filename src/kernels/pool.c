@@ -208,8 +208,8 @@ static void max_planes(int64_t lo, int64_t hi, void *arg) {
 
 /* Least planes per thread: about DISP_GRAIN_SIZE window taps. */
 static int64_t plane_grain(const pool_geom *g) {
-  int64_t per = g->oh * g->ow * g->kh * g->kw;
-  return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (per > 0 ? per : 1) + 1;
+  double per = (double)g->oh * (double)g->ow * (double)g->kh * (double)g->kw; /* int64 may overflow */
+  return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (int64_t)(per > 1 ? per : 1) + 1;
 }
 
 disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list kernel_size,
