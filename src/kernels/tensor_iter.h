@@ -21,7 +21,11 @@
 #define DISP_TITER_MAX_OPS 5
 #define DISP_TITER_MAX_DIMS DISP_TENSOR_MAX_DIMS
 
-/* The inner loop: n elements; data[k] and strides[k] (bytes) per operand. */
+/* The inner loop: n elements; data[k] and strides[k] (bytes) per operand.
+ * On large loops it runs on several threads at once, on pieces of a run
+ * that start at multiples of 64 elements from the run's start (Note
+ * [Parallel pointwise] in tensor_iter.c): a vector body cut only there
+ * gives the same values at any thread count. */
 typedef void (*disp_titer_loop)(char **data, const int64_t *strides, int64_t n, const void *ctx);
 
 /* Per-call constants of an inner loop (alpha, clamp bounds, ...), given
