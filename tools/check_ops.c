@@ -704,6 +704,8 @@ int disp_tool_check_ops(int argc, char **argv) {
   }
   if (!nfiles) { fputs(check_usage, stderr); return 2; }
   disp_set_warning_handler(quiet_warning, &o.verbose);
+  /* which kernels ran: the same cases are run at each capability and thread count */
+  printf("== CPU capability %s, %d thread(s)\n", disp_cpu_capability(), disp_get_num_threads());
   long passed = 0, failed = 0, skipped = 0, by_class[CL_COUNT] = {0};
   for (int i = 0; i < argc; i++) {
     if (argv[i][0] == '-' && argv[i][1]) { if (!strcmp(argv[i], "--device")) i++; continue; }

@@ -11,23 +11,87 @@
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
+#include "cpu/kernels.h"
 #include "disp/aten.h"
 #include "tensor_iter.h"
 
+/* ---- float32 through the CPU kernel table -------------------------------- */
+
+/* The table's binary kernels take a dense output and first operand and a
+ * second operand that is dense or one broadcast value (sb 1 or 0); any
+ * other strides run the generic loop. Both give the same bits. */
+static int f32_dense(const int64_t *s) { return s[0] == 4 && s[1] == 4 && (s[2] == 4 || s[2] == 0); }
+#define F(p) ((float *)(p))
+
+static void add_f32(char **d, const int64_t *s, int64_t n, const void *ctx);
+static void add1_f32(char **d, const int64_t *s, int64_t n, const void *ctx);
+static void sub1_f32(char **d, const int64_t *s, int64_t n, const void *ctx);
+/* the float32 entry of add, add1 and sub1: the table's kernel tests alpha */
+static void add_f32_table(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  float alpha = (float)((const disp_titer_consts *)ctx)->d[0];
+  if (f32_dense(s))
+    disp__cpu_kernels()->add_f32(F(d[0]), F(d[1]), F(d[2]), s[2] / 4, alpha, n);
+  else
+    (alpha == 1.0f ? add1_f32 : alpha == -1.0f ? sub1_f32 : add_f32)(d, s, n, ctx);
+}
+
+/* mul commutes: a broadcast first operand swaps to second place */
+static void mul_f32(char **d, const int64_t *s, int64_t n, const void *ctx);
+static void mul_f32_table(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  if (f32_dense(s))
+    disp__cpu_kernels()->mul_f32(F(d[0]), F(d[1]), F(d[2]), s[2] / 4, n);
+  else if (s[0] == 4 && s[1] == 0 && s[2] == 4)
+    disp__cpu_kernels()->mul_f32(F(d[0]), F(d[2]), F(d[1]), 0, n);
+  else
+    mul_f32(d, s, n, ctx);
+}
+
+static void div_f32(char **d, const int64_t *s, int64_t n, const void *ctx);
+static void div_f32_table(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  if (f32_dense(s))
+    disp__cpu_kernels()->div_f32(F(d[0]), F(d[1]), F(d[2]), s[2] / 4, n);
+  else
+    div_f32(d, s, n, ctx);
+}
+#undef F
+
+/* The float entries of a loop table, float32 through the kernel table. */
+#define FLOAT_TABLE_ENTRIES(name)                                                                 \
+  [DISP_DTYPE_FLOAT32] = name##_f32_table, [DISP_DTYPE_FLOAT64] = name##_f64,                     \
+  [DISP_DTYPE_FLOAT16] = name##_f16, [DISP_DTYPE_BFLOAT16] = name##_bf16,
+
 /* ---- loop tables --------------------------------------------------------- */
 
+/* add: a + alpha * b; alpha == 1 (and -1, sub's) skip the multiply for every
+ * dtype, as 1.13's add kernel; x * 1 is exact, so the results are the same */
 DISP_DEFS2(FLOAT, add, a + k0 * b)
 DISP_DEFS2(INT, add, (uint64_t)a + (uint64_t)k0 * (uint64_t)b) /* wraps, never UB */
 DISP_DEFS2(BOOL, add, a + k0 * b)
-DISP_LOOP_TABLE(add_loops, DISP_ENTRIES(FLOAT, add) DISP_ENTRIES(INT, add) DISP_ENTRIES(BOOL, add));
+DISP_LOOP_TABLE(add_loops, FLOAT_TABLE_ENTRIES(add) DISP_ENTRIES(INT, add) DISP_ENTRIES(BOOL, add));
+DISP_DEF_LOOP2(add1_f32, f32, f32, a + b) /* add_f32_table's strided fallbacks */
+DISP_DEF_LOOP2(add1_f64, f64, f64, a + b)
+DISP_DEF_LOOP2(add1_f16, f16, f16, a + b)
+DISP_DEF_LOOP2(add1_bf16, bf16, bf16, a + b)
+DISP_DEFS2(INT, add1, (uint64_t)a + (uint64_t)b)
+DISP_DEFS2(BOOL, add1, a + b)
+DISP_LOOP_TABLE(add1_loops, [DISP_DTYPE_FLOAT32] = add_f32_table, [DISP_DTYPE_FLOAT64] = add1_f64,
+                [DISP_DTYPE_FLOAT16] = add1_f16, [DISP_DTYPE_BFLOAT16] = add1_bf16, DISP_ENTRIES(INT, add1)
+                DISP_ENTRIES(BOOL, add1));
+DISP_DEF_LOOP2(sub1_f32, f32, f32, a - b)
+DISP_DEF_LOOP2(sub1_f64, f64, f64, a - b)
+DISP_DEF_LOOP2(sub1_f16, f16, f16, a - b)
+DISP_DEF_LOOP2(sub1_bf16, bf16, bf16, a - b)
+DISP_DEFS2(INT, sub1, (uint64_t)a - (uint64_t)b)
+DISP_LOOP_TABLE(sub1_loops, [DISP_DTYPE_FLOAT32] = add_f32_table, [DISP_DTYPE_FLOAT64] = sub1_f64,
+                [DISP_DTYPE_FLOAT16] = sub1_f16, [DISP_DTYPE_BFLOAT16] = sub1_bf16, DISP_ENTRIES(INT, sub1));
 
 DISP_DEFS2(FLOAT, mul, a * b)
 DISP_DEFS2(INT, mul, (uint64_t)a * (uint64_t)b)
 DISP_DEFS2(BOOL, mul, a && b)
-DISP_LOOP_TABLE(mul_loops, DISP_ENTRIES(FLOAT, mul) DISP_ENTRIES(INT, mul) DISP_ENTRIES(BOOL, mul));
+DISP_LOOP_TABLE(mul_loops, FLOAT_TABLE_ENTRIES(mul) DISP_ENTRIES(INT, mul) DISP_ENTRIES(BOOL, mul));
 
 DISP_DEFS2(FLOAT, div, a / b)
-DISP_LOOP_TABLE(div_loops, DISP_ENTRIES(FLOAT, div));
+DISP_LOOP_TABLE(div_loops, FLOAT_TABLE_ENTRIES(div));
 
 /* std::max/std::min after the NaN checks, so signed zeros pick as PyTorch */
 DISP_DEFS2(FLOAT, maxi, DISP_ISNAN(a) ? a : DISP_ISNAN(b) ? b : (a < b ? b : a))
@@ -57,6 +121,22 @@ DISP_LOOP_TABLE(where_loops, DISP_ENTRIES(FLOAT, where) DISP_ENTRIES(INT, where)
 
 /* ---- add / sub ------------------------------------------------------------ */
 
+/* Whether the (already negated for sub) alpha in c is v for dtype dt, as
+ * the loop reads it: the double for floating types, the integer otherwise,
+ * and for bool any true value is 1. */
+static int alpha_is(disp_dtype dt, const disp_titer_consts *c, int v) {
+  if (disp_dtype_is_floating(dt)) return c->d[0] == (double)v;
+  if (dt == DISP_DTYPE_BOOL) return v == 1 && c->i[0] != 0;
+  return c->i[0] == v;
+}
+
+static const disp_titer_loop *add_loops_for(disp_dtype dt, const disp_titer_consts *c) {
+  if (alpha_is(dt, c, 1)) return add1_loops;
+  /* sub1 has no bool loop: bool subtraction was refused before */
+  if (alpha_is(dt, c, -1) && dt != DISP_DTYPE_BOOL) return sub1_loops;
+  return add_loops;
+}
+
 static disp_status add_common(const char *op, int sub, int mode, disp_tensor *self, disp_tensor *other,
                               disp_scalar alpha, disp_tensor *dest, disp_tensor **ret) {
   if (sub && (self->dtype == DISP_DTYPE_BOOL || other->dtype == DISP_DTYPE_BOOL)) {
@@ -80,7 +160,8 @@ static disp_status add_common(const char *op, int sub, int mode, disp_tensor *se
     c.i[0] = (int64_t)(0 - (uint64_t)c.i[0]);
   }
   disp_tensor *ins[2] = {self, other};
-  return disp__pointwise(op, sub ? "sub_cpu" : "add_cpu", mode, dest, ins, 2, common, common, add_loops, &c, ret);
+  return disp__pointwise(op, sub ? "sub_cpu" : "add_cpu", mode, dest, ins, 2, common, common,
+                         add_loops_for(common, &c), &c, ret);
 }
 
 disp_status disp__cpu_add_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {

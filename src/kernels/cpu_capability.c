@@ -2,6 +2,7 @@
  * cpu_capability.c - the CPU capability choice (cpu_capability.h).
  */
 #include "cpu_capability.h"
+#include "cpu/kernels.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -49,3 +50,34 @@ disp__cpu_cap disp__cpu_capability(void) {
 }
 
 const char *disp_cpu_capability(void) { return disp__cpu_capability_name(disp__cpu_capability()); }
+
+/* The per-capability tables, each from its own compilation of
+ * src/kernels/cpu/ (CMakeLists.txt: the x86-64 build has three). */
+extern const disp__cpu_kernel_table disp__cpu_kernels_default;
+#ifdef DISP_CPU_X86_KERNELS
+extern const disp__cpu_kernel_table disp__cpu_kernels_avx2;
+extern const disp__cpu_kernel_table disp__cpu_kernels_avx512;
+#endif
+
+const disp__cpu_kernel_table *disp__cpu_kernels_for(disp__cpu_cap c) {
+  switch (c) {
+    case DISP_CPU_DEFAULT: return &disp__cpu_kernels_default;
+#ifdef DISP_CPU_X86_KERNELS
+    case DISP_CPU_AVX2: return &disp__cpu_kernels_avx2;
+    case DISP_CPU_AVX512: return &disp__cpu_kernels_avx512;
+#endif
+    default: return NULL;
+  }
+}
+
+/* NULL until decided; two first callers store the same table. */
+static _Atomic(const disp__cpu_kernel_table *) g_kernels;
+
+const disp__cpu_kernel_table *disp__cpu_kernels(void) {
+  const disp__cpu_kernel_table *k = atomic_load_explicit(&g_kernels, memory_order_acquire);
+  if (k) return k;
+  /* the capability in use, or the best lower one this build has */
+  for (int c = (int)disp__cpu_capability(); c >= 0 && !k; c--) k = disp__cpu_kernels_for((disp__cpu_cap)c);
+  atomic_store_explicit(&g_kernels, k, memory_order_release);
+  return k;
+}

@@ -8,13 +8,16 @@
  * puts the reduced dims innermost); the accumulator is then converted into
  * the contiguous result. Arg-reductions add a second accumulator for the
  * index and an index operand (0, 1, ... along the reduced dim, stride 0
- * elsewhere).
+ * elsewhere). A float32 sum (or mean) of contiguous rows, the common case,
+ * instead sums in float with the CPU kernel table (1.13's cascade sum).
  */
 #include <math.h>
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
+#include "cpu/kernels.h"
 #include "disp/aten.h"
+#include "parallel.h"
 #include "tensor/dtype_cast.h"
 #include "tensor_iter.h"
 
@@ -83,6 +86,93 @@ static disp_status new_acc(const int64_t *shape, int nd, disp_dtype dt, disp_ten
   return st;
 }
 
+/* ---- float32 sums of contiguous rows --------------------------------------- */
+
+/* A long row is summed in blocks whose size depends only on its length (at
+ * most MAX_BLOCKS of them, each at least DISP_GRAIN_SIZE), the block sums
+ * then summed again: the same association on any number of threads. */
+enum { MAX_BLOCKS = 1024 };
+
+static int64_t block_len(int64_t n) {
+  int64_t b = (n + MAX_BLOCKS - 1) / MAX_BLOCKS;
+  b = (b + DISP_GRAIN_SIZE - 1) / DISP_GRAIN_SIZE * DISP_GRAIN_SIZE;
+  return b ? b : DISP_GRAIN_SIZE;
+}
+
+typedef struct sum_job {
+  const float *in;
+  float *out, *part;
+  int64_t len, blen;
+  float count; /* mean: out[i] = sum / count, as 1.13's sum then div_ */
+  int is_mean;
+} sum_job;
+
+static void sum_blocks(int64_t b, int64_t e, void *ctx) {
+  const sum_job *j = ctx;
+  for (int64_t i = b; i < e; i++) {
+    int64_t n = j->len - i * j->blen < j->blen ? j->len - i * j->blen : j->blen;
+    j->part[i] = disp__cpu_kernels()->sum_f32(j->in + i * j->blen, n);
+  }
+}
+
+/* One row: its blocks (on this thread), then their sum. */
+static float row_sum(const float *p, int64_t len) {
+  const disp__cpu_kernel_table *k = disp__cpu_kernels();
+  int64_t bl = block_len(len), nb = (len + bl - 1) / bl;
+  if (nb <= 1) return k->sum_f32(p, len);
+  float part[MAX_BLOCKS];
+  sum_job j = {p, NULL, part, len, bl, 0, 0};
+  sum_blocks(0, nb, &j);
+  return k->sum_f32(part, nb);
+}
+
+static void sum_rows(int64_t b, int64_t e, void *ctx) {
+  const sum_job *j = ctx;
+  for (int64_t i = b; i < e; i++) {
+    float v = row_sum(j->in + i * j->len, j->len);
+    j->out[i] = j->is_mean ? v / j->count : v;
+  }
+}
+
+/* out[i] = the sum (mean) of row i of `rows` contiguous rows of len. One
+ * row is split into blocks across threads; several rows go whole to a
+ * thread each. */
+static void sum_f32_rows(const float *in, float *out, int64_t rows, int64_t len, int is_mean) {
+  sum_job j = {in, out, NULL, len, block_len(len), (float)len, is_mean};
+  if (len == 0) { /* no data pointer to offset: 0, or 0 / 0 for a mean */
+    for (int64_t i = 0; i < rows; i++) out[i] = is_mean ? 0.0f / j.count : 0.0f;
+    return;
+  }
+  if (rows == 1 && len > j.blen) {
+    float part[MAX_BLOCKS];
+    int64_t nb = (len + j.blen - 1) / j.blen;
+    j.part = part;
+    disp__parallel_for(0, nb, 1, sum_blocks, &j);
+    float v = disp__cpu_kernels()->sum_f32(part, nb);
+    out[0] = is_mean ? v / j.count : v;
+    return;
+  }
+  int64_t grain = DISP_GRAIN_SIZE / len;
+  disp__parallel_for(0, rows, grain < 1 ? 1 : grain, sum_rows, &j);
+}
+
+/* Whether self is contiguous float32 with every reduced dim after every
+ * kept one (size-1 dims aside): the result's elements are then sums of
+ * contiguous rows, *rows of *len. */
+static int f32_rows(const disp_tensor *self, uint64_t mask, int64_t *rows, int64_t *len) {
+  if (self->dtype != DISP_DTYPE_FLOAT32 || !disp_tensor_is_contiguous(self)) return 0;
+  int seen_reduced = 0;
+  *rows = *len = 1;
+  for (int i = 0; i < self->ndim; i++) {
+    int red = (mask >> i) & 1;
+    if (self->sizes[i] == 1) continue;
+    if (!red && seen_reduced) return 0;
+    seen_reduced |= red;
+    *(red ? len : rows) *= self->sizes[i];
+  }
+  return 1;
+}
+
 /* ---- sum / mean ------------------------------------------------------------ */
 
 static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp_opt_int_list dim, bool keepdim,
@@ -121,6 +211,13 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
   }
   /* the accumulator has the result's kept dims (no keepdim ones) */
   disp__reduce_shape(op, self, dims, ndims, false, &mask, nshape, &nnd);
+  int64_t rows, len;
+  if (out_dt == DISP_DTYPE_FLOAT32 && out->numel > 0 && f32_rows(self, mask, &rows, &len)) {
+    sum_f32_rows(len ? (const float *)data_of(self) : NULL, (float *)data_of(out), rows, len, is_mean);
+    disp_tensor_release(conv);
+    *out0 = out;
+    return DISP_OK;
+  }
   int fl = disp_dtype_is_floating(out_dt) || disp_dtype_is_floating(self->dtype);
   disp_tensor *acc;
   if ((st = new_acc(nshape, nnd, fl ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_INT64, &acc)) != DISP_OK) {

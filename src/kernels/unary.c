@@ -11,6 +11,7 @@
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
+#include "cpu/kernels.h"
 #include "disp/aten.h"
 #include "tensor_iter.h"
 
@@ -25,10 +26,38 @@ DISP_LOOP_TABLE(neg_loops, DISP_ENTRIES(FLOAT, neg) DISP_ENTRIES(INT, neg));
   DISP_LOOP_TABLE(name##_loops, [DISP_DTYPE_FLOAT32] = name##_f32, [DISP_DTYPE_FLOAT64] = name##_f64, \
                   [DISP_DTYPE_BFLOAT16] = name##_bf16);
 
-FLOAT_NO_HALF(exp, exp((double)a))
-FLOAT_NO_HALF(log, log((double)a))
-FLOAT_NO_HALF(tanh, tanh((double)a))
-FLOAT_NO_HALF(sigmoid, 1.0 / (1.0 + exp(-(double)a)))
+/* float32 exp, log, tanh and sigmoid compute in float with the kernel
+ * table's vector functions (SLEEF, or libm in the baseline build), as 1.13's
+ * Vectorized<float>. Strided operands go through a small buffer, so every
+ * float32 element gets the same function whatever its layout. */
+static void f32_table_map(char **d, const int64_t *s, int64_t n, disp__k_un_f32 f) {
+  if (s[0] == 4 && s[1] == 4) {
+    f((float *)d[0], (const float *)d[1], n);
+    return;
+  }
+  float buf[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    int64_t m = n - i < 256 ? n - i : 256;
+    for (int64_t k = 0; k < m; k++) buf[k] = *(const float *)(d[1] + (i + k) * s[1]);
+    f(buf, buf, m);
+    for (int64_t k = 0; k < m; k++) *(float *)(d[0] + (i + k) * s[0]) = buf[k];
+  }
+}
+
+#define FLOAT_NO_HALF_TABLE(name, ...)                                                            \
+  static void name##_f32(char **d_, const int64_t *s_, int64_t n_, const void *ctx_) {            \
+    (void)ctx_;                                                                                   \
+    f32_table_map(d_, s_, n_, disp__cpu_kernels()->name##_f32);                                   \
+  }                                                                                               \
+  DISP_DEF_LOOP1(name##_f64, f64, f64, __VA_ARGS__)                                               \
+  DISP_DEF_LOOP1(name##_bf16, bf16, bf16, __VA_ARGS__)                                            \
+  DISP_LOOP_TABLE(name##_loops, [DISP_DTYPE_FLOAT32] = name##_f32, [DISP_DTYPE_FLOAT64] = name##_f64, \
+                  [DISP_DTYPE_BFLOAT16] = name##_bf16);
+
+FLOAT_NO_HALF_TABLE(exp, exp((double)a))
+FLOAT_NO_HALF_TABLE(log, log((double)a))
+FLOAT_NO_HALF_TABLE(tanh, tanh((double)a))
+FLOAT_NO_HALF_TABLE(sigmoid, 1.0 / (1.0 + exp(-(double)a)))
 FLOAT_NO_HALF(sqrt, sqrt((double)a))
 FLOAT_NO_HALF(rsqrt, 1.0 / sqrt((double)a))
 
@@ -67,18 +96,32 @@ DISP_LOOP_TABLE(pow_loops, [DISP_DTYPE_FLOAT32] = pow_f32, [DISP_DTYPE_FLOAT64] 
                 [DISP_DTYPE_BFLOAT16] = pow_bf16, [DISP_DTYPE_FLOAT16] = pow_f16, DISP_ENTRIES(INT, pow));
 
 /* clamp: NaN stays; std::min(std::max(a, lo), hi) */
-#define CLAMP_NO_HALF(name, ...)                                                                  \
+#define CLAMP_LOOPS(name, ...)                                                                    \
   DISP_DEF_LOOP1(name##_f32, f32, f32, __VA_ARGS__)                                               \
   DISP_DEF_LOOP1(name##_f64, f64, f64, __VA_ARGS__)                                               \
   DISP_DEF_LOOP1(name##_bf16, bf16, bf16, __VA_ARGS__)                                            \
-  DISP_DEFS1(INT, name, __VA_ARGS__)                                                              \
-  DISP_LOOP_TABLE(name##_loops, [DISP_DTYPE_FLOAT32] = name##_f32, [DISP_DTYPE_FLOAT64] = name##_f64, \
+  DISP_DEFS1(INT, name, __VA_ARGS__)
+#define CLAMP_TABLE(name, f32_loop)                                                               \
+  DISP_LOOP_TABLE(name##_loops, [DISP_DTYPE_FLOAT32] = f32_loop, [DISP_DTYPE_FLOAT64] = name##_f64, \
                   [DISP_DTYPE_BFLOAT16] = name##_bf16, DISP_ENTRIES(INT, name));
 #define MAXV(x, y) ((x) < (y) ? (y) : (x))
 #define MINV(x, y) ((y) < (x) ? (y) : (x))
-CLAMP_NO_HALF(clamp_both, DISP_ISNAN(a) ? a : MINV(MAXV(a, k0), k1))
-CLAMP_NO_HALF(clamp_lo, DISP_ISNAN(a) ? a : MAXV(a, k0))
-CLAMP_NO_HALF(clamp_hi, DISP_ISNAN(a) ? a : MINV(a, k1))
+CLAMP_LOOPS(clamp_both, DISP_ISNAN(a) ? a : MINV(MAXV(a, k0), k1))
+CLAMP_LOOPS(clamp_lo, DISP_ISNAN(a) ? a : MAXV(a, k0))
+CLAMP_LOOPS(clamp_hi, DISP_ISNAN(a) ? a : MINV(a, k1))
+
+/* clamp_min (and so relu) on dense float32: the table's single max, whose
+ * NaN and -0 results are the generic loop's (std::max(a, lo)) bit for bit. */
+static void clamp_lo_f32_table(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  if (s[0] == 4 && s[1] == 4)
+    disp__cpu_kernels()->clamp_min_f32((float *)d[0], (const float *)d[1],
+                                       (float)((const disp_titer_consts *)ctx)->d[0], n);
+  else
+    clamp_lo_f32(d, s, n, ctx);
+}
+CLAMP_TABLE(clamp_both, clamp_both_f32)
+CLAMP_TABLE(clamp_lo, clamp_lo_f32_table)
+CLAMP_TABLE(clamp_hi, clamp_hi_f32)
 
 /* ---- neg and the floating functions ------------------------------------- */
 

@@ -1,0 +1,29 @@
+/*
+ * cpu/cpu_kernels_internal.h - what the per-ISA sources of one copy share:
+ * the vector macros and the declarations of this copy's kernels (named
+ * with DISP_CPU_SUFFIX), gathered into its table by cpu/table.c.
+ */
+#ifndef DISP_CPU_KERNELS_INTERNAL_H
+#define DISP_CPU_KERNELS_INTERNAL_H
+
+#include "cpu/kernels.h"
+#include "cpu/vec.h"
+
+#ifndef DISP_CPU_SUFFIX
+#error "src/kernels/cpu/ sources are compiled with -DDISP_CPU_SUFFIX=_<capability>"
+#endif
+
+void DISP_CPU_FN(add_f32)(float *o, const float *a, const float *b, int64_t sb, float alpha, int64_t n);
+void DISP_CPU_FN(mul_f32)(float *o, const float *a, const float *b, int64_t sb, int64_t n);
+void DISP_CPU_FN(div_f32)(float *o, const float *a, const float *b, int64_t sb, int64_t n);
+void DISP_CPU_FN(clamp_min_f32)(float *o, const float *a, float lo, int64_t n);
+void DISP_CPU_FN(exp_f32)(float *o, const float *a, int64_t n);
+void DISP_CPU_FN(log_f32)(float *o, const float *a, int64_t n);
+void DISP_CPU_FN(tanh_f32)(float *o, const float *a, int64_t n);
+void DISP_CPU_FN(sigmoid_f32)(float *o, const float *a, int64_t n);
+void DISP_CPU_FN(softmax_lastdim_f32)(float *o, const float *in, int64_t rows, int64_t len, int is_log);
+void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int64_t inner, int64_t c0, int64_t c1,
+                                    int is_log);
+float DISP_CPU_FN(sum_f32)(const float *a, int64_t n);
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * cpu/kernels.h - the hot float32 kernels compiled once per CPU capability
+ * (PyTorch's DispatchStub with CPU_CAPABILITY), as one table of function
+ * pointers per capability.
+ *
+ * Every source in src/kernels/cpu/ is compiled three times on x86-64
+ * (baseline; AVX2+FMA+F16C; AVX-512 F/BW/VL/DQ) with DISP_CPU_SUFFIX naming
+ * its copy, and once elsewhere; only these objects get ISA flags. Each copy
+ * defines disp__cpu_kernels<suffix>. The kernels work on plain contiguous
+ * arrays, on any sub-range the caller gives (the callers split work across
+ * threads), never allocate and never fail. They take no locks: any thread.
+ *
+ * Results are the same for every capability where the operation is exact
+ * (add, mul, div, clamp_min: one rounding per element, no fused multiply-add,
+ * so alpha != 1 rounds the product first as 1.13's baseline build does);
+ * exp, log, tanh, sigmoid and the softmaxes use SLEEF's 1-ulp functions in
+ * the vector builds and libm in the baseline one, as 1.13's DEFAULT and
+ * AVX2 builds do; sum's association depends on the vector width.
+ */
+#ifndef DISP_CPU_KERNELS_H
+#define DISP_CPU_KERNELS_H
+
+#include <stdint.h>
+
+#include "cpu_capability.h"
+
+/* Binary ops: o[i] = a[i] OP b[i * sb], sb 1 (contiguous) or 0 (b is one
+ * broadcast value); add computes a + alpha * b (no multiply when alpha is 1). */
+typedef void (*disp__k_add_f32)(float *o, const float *a, const float *b, int64_t sb, float alpha, int64_t n);
+typedef void (*disp__k_bin_f32)(float *o, const float *a, const float *b, int64_t sb, int64_t n);
+/* o[i] = f(a[i]); o may equal a. */
+typedef void (*disp__k_un_f32)(float *o, const float *a, int64_t n);
+
+typedef struct disp__cpu_kernel_table {
+  disp__cpu_cap cap;
+  disp__k_add_f32 add_f32;
+  disp__k_bin_f32 mul_f32, div_f32;
+  /* o[i] = max(a[i], lo) as std::max(a, lo): NaN stays NaN, -0 stays -0
+   * (1.13's clamp_min; relu is clamp_min(0)) */
+  void (*clamp_min_f32)(float *o, const float *a, float lo, int64_t n);
+  disp__k_un_f32 exp_f32, log_f32, tanh_f32, sigmoid_f32;
+  /* (log_)softmax of `rows` contiguous rows of `len` (1.13's lastdim
+   * kernels: max, exps, float sum, then a multiply by 1/sum, or x - max -
+   * log(sum)). */
+  void (*softmax_lastdim_f32)(float *o, const float *in, int64_t rows, int64_t len, int is_log);
+  /* (log_)softmax along a non-last dim of one (len, inner) slab, for the
+   * columns [c0, c1) of it (1.13's _vec_softmax / _vec_logsoftmax). */
+  void (*softmax_inner_f32)(float *o, const float *in, int64_t len, int64_t inner, int64_t c0, int64_t c1,
+                            int is_log);
+  /* The sum of n contiguous floats: several vector accumulators, blocks
+   * combined in a cascade (1.13's cascade_sum), in float. */
+  float (*sum_f32)(const float *a, int64_t n);
+} disp__cpu_kernel_table;
+
+/* The table of the capability in use (disp__cpu_capability()), decided
+ * once; never NULL. */
+const disp__cpu_kernel_table *disp__cpu_kernels(void);
+
+/* The table compiled for capability c, or NULL when this build has none
+ * for it (whether the CPU can run it is disp__cpu_capability_supported's
+ * answer). For tests that compare every capability. */
+const disp__cpu_kernel_table *disp__cpu_kernels_for(disp__cpu_cap c);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * cpu/table.c - this copy's kernel table (cpu/kernels.h): one per
+ * capability, named disp__cpu_kernels<suffix>.
+ */
+#include "cpu_kernels_internal.h"
+
+#if defined(__AVX512F__)
+#define THIS_CAP DISP_CPU_AVX512
+#elif defined(__AVX2__)
+#define THIS_CAP DISP_CPU_AVX2
+#else
+#define THIS_CAP DISP_CPU_DEFAULT
+#endif
+
+extern const disp__cpu_kernel_table DISP_CPU_CAT(disp__cpu_kernels, DISP_CPU_SUFFIX);
+const disp__cpu_kernel_table DISP_CPU_CAT(disp__cpu_kernels, DISP_CPU_SUFFIX) = {
+    .cap = THIS_CAP,
+    .add_f32 = DISP_CPU_FN(add_f32),
+    .mul_f32 = DISP_CPU_FN(mul_f32),
+    .div_f32 = DISP_CPU_FN(div_f32),
+    .clamp_min_f32 = DISP_CPU_FN(clamp_min_f32),
+    .exp_f32 = DISP_CPU_FN(exp_f32),
+    .log_f32 = DISP_CPU_FN(log_f32),
+    .tanh_f32 = DISP_CPU_FN(tanh_f32),
+    .sigmoid_f32 = DISP_CPU_FN(sigmoid_f32),
+    .softmax_lastdim_f32 = DISP_CPU_FN(softmax_lastdim_f32),
+    .softmax_inner_f32 = DISP_CPU_FN(softmax_inner_f32),
+    .sum_f32 = DISP_CPU_FN(sum_f32),
+};
