@@ -3,11 +3,14 @@
  * kernel) agree with each other and with a naive reference: sizes that are
  * not multiples of the blocks, transposed / sliced / expanded / column-major
  * operands, large sizes, every dtype; float64 with values that are
- * multiples of 1/8 must be bit-exact whatever the summation order.
+ * multiples of 1/8 must be bit-exact whatever the summation order; a
+ * product split across threads equals the one-call product exactly.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include <disp/cpu.h>
 
 #include "gemm.h"
 #include "test.h"
@@ -191,6 +194,49 @@ static disp_tensor *tensor2(int64_t r, int64_t c, disp_dtype dt) {
   return t;
 }
 
+/* One float32 product at `threads` threads into c (layout from `lay`:
+ * 0 row-major, 1 column-major, 2 strided both ways), A transposed or not,
+ * all leading dimensions padded. */
+static int split_run(int threads, int64_t m, int64_t n, int64_t k, int ta, int lay, const float *a,
+                     const float *b, float *c) {
+  int64_t ars = ta ? 1 : k + 3, acs = ta ? m + 2 : 1;
+  int64_t crs = lay == 0 ? n : lay == 1 ? 1 : 2 * n, ccs = lay == 0 ? 1 : lay == 1 ? m : 2;
+  disp__mat A = {(void *)(uintptr_t)a, ars, acs}, B = {(void *)(uintptr_t)b, n + 1, 1}, C = {c, crs, ccs};
+  ASSERT_OK(disp_set_num_threads(threads));
+  ASSERT_OK(disp__gemm_f32(m, n, k, 0.75f, A, B, 0.5f, C));
+  return 0;
+}
+
+/* Note [Threaded gemm]: a product split across 2 or 3 threads (blocks of
+ * rows of C, of columns when C is column-major) equals the one-call product bit for
+ * bit, on both paths, whatever the layouts. */
+TEST(split_product_equals_unsplit) {
+  static const int64_t sizes[][3] = {{301, 97, 203}, {5, 777, 301}, {97, 64, 64}, {3, 1000, 100}, {100, 1000, 100}, {1000, 3, 100}, {500, 1, 300}};
+  int saved = disp_get_num_threads();
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    for (int portable = 0; portable < 2; portable++)
+      for (int ta = 0; ta < 2; ta++)
+        for (int lay = 0; lay < 3; lay++) {
+          int64_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+          size_t na = (size_t)((m + 2) * (k + 3)), nb = (size_t)(k * (n + 1)), nc = (size_t)(m * n * 4);
+          float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+          float *c[3] = {malloc(sizeof(float) * nc), malloc(sizeof(float) * nc), malloc(sizeof(float) * nc)};
+          for (size_t i = 0; i < na; i++) a[i] = (float)(rnd8() * 0.37);
+          for (size_t i = 0; i < nb; i++) b[i] = (float)(rnd8() * 0.91);
+          for (size_t i = 0; i < nc; i++) c[0][i] = c[1][i] = c[2][i] = (float)(rnd8() * 0.13);
+          disp__gemm_force_portable(portable);
+          for (int t = 0; t < 3; t++)
+            if (split_run(t + 1, m, n, k, ta, lay, a, b, c[t])) return 1;
+          disp__gemm_force_portable(0);
+          if (memcmp(c[0], c[1], sizeof(float) * nc) || memcmp(c[0], c[2], sizeof(float) * nc))
+            TEST_FAIL_("f32 %lldx%lldx%lld portable=%d ta=%d layout=%d: threads change the product",
+                       (long long)m, (long long)n, (long long)k, portable, ta, lay);
+          free(a), free(b), free(c[0]), free(c[1]), free(c[2]);
+        }
+  ASSERT_OK(disp_set_num_threads(saved));
+  return 0;
+}
+
 TEST(mm_operator_paths_agree) {
   disp_dtype dts[2] = {DISP_DTYPE_FLOAT32, DISP_DTYPE_FLOAT64};
   for (int d = 0; d < 2; d++) {
@@ -254,6 +300,7 @@ TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts), TEST_ENTRY(alpha_beta_the_type_c
              TEST_ENTRY(integer_dtypes_wrap_like_the_type),
              TEST_ENTRY(bfloat16_accumulates_in_float),
              TEST_ENTRY(mm_operator_paths_agree),
+             TEST_ENTRY(split_product_equals_unsplit),
              TEST_ENTRY(mm_errors_in_pytorch_words),
              TEST_END};
 TEST_MAIN()

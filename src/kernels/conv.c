@@ -12,12 +12,16 @@
  * weight, so its forward is the regular input grad, its input grad the
  * regular forward, and its weight grad the regular weight grad with the
  * roles of input and grad_output swapped. Spatial dims are padded to three
- * (leading 1s), so one im2col serves every rank. Values are computed in
+ * (leading 1s), so one im2col serves every rank. Samples of the forward
+ * and input grad run on the library's threads, im2col/col2im split over
+ * channels, the weight grad's products over rows (gemm.c); every element
+ * is summed in the same order at any thread count. Values are computed in
  * float64 (exact for float32/bfloat16 inputs' products) and rounded once.
  *
  * The kernels are explicit composites in PyTorch; here they compute on CPU
  * tensors and give shapes only on Meta tensors.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,7 @@
 #include "conv_util.h"
 #include "tensor/dtype_cast.h"
 #include "gemm.h"
+#include "parallel.h"
 #include "tensor/checked_math_internal.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
@@ -40,10 +45,28 @@ typedef struct geom {
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
-/* cols[(c*K + kk)][o] for channels [c0, c0+cg) of sample x (C x IN). */
-static void im2col(const geom *gm, const double *x, int64_t cg, double *cols) {
+/* im2col and col2im run over channels on the library's threads: each
+ * channel reads (writes) only its own rows of cols and plane of x. */
+typedef struct cols_job {
+  const geom *gm;
+  double *x, *cols;
+} cols_job;
+
+/* Least channels per thread: about DISP_GRAIN_SIZE elements of cols. */
+static int64_t work_grain(double per) {
+  return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (int64_t)(per > 1 ? per : 1) + 1;
+}
+
+static int64_t cols_grain(const geom *gm) { return work_grain((double)prod3(gm->k) * (double)prod3(gm->out)); }
+
+/* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
+static void im2col_range(int64_t c0, int64_t c1, void *arg) {
+  const cols_job *j = arg;
+  const geom *gm = j->gm;
+  const double *x = j->x;
+  double *cols = j->cols;
   int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = 0; c < cg; c++)
+  for (int64_t c = c0; c < c1; c++)
     for (int64_t kd = 0; kd < gm->k[0]; kd++)
       for (int64_t kh = 0; kh < gm->k[1]; kh++)
         for (int64_t kw = 0; kw < gm->k[2]; kw++) {
@@ -65,10 +88,19 @@ static void im2col(const geom *gm, const double *x, int64_t cg, double *cols) {
         }
 }
 
-/* The adjoint of im2col: x (cg x IN) += scatter of cols. */
-static void col2im(const geom *gm, const double *cols, int64_t cg, double *x) {
+static void im2col(const geom *gm, const double *x, int64_t cg, double *cols) {
+  cols_job j = {gm, (double *)(uintptr_t)x, cols};
+  disp__parallel_for(0, cg, cols_grain(gm), im2col_range, &j);
+}
+
+/* The adjoint of im2col: x (channels [c0, c1) of IN) += scatter of cols. */
+static void col2im_range(int64_t c0, int64_t c1, void *arg) {
+  const cols_job *j = arg;
+  const geom *gm = j->gm;
+  const double *cols = j->cols;
+  double *x = j->x;
   int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = 0; c < cg; c++)
+  for (int64_t c = c0; c < c1; c++)
     for (int64_t kd = 0; kd < gm->k[0]; kd++)
       for (int64_t kh = 0; kh < gm->k[1]; kh++)
         for (int64_t kw = 0; kw < gm->k[2]; kw++) {
@@ -90,6 +122,11 @@ static void col2im(const geom *gm, const double *cols, int64_t cg, double *x) {
         }
 }
 
+static void col2im(const geom *gm, const double *cols, int64_t cg, double *x) {
+  cols_job j = {gm, x, (double *)(uintptr_t)cols};
+  disp__parallel_for(0, cg, cols_grain(gm), col2im_range, &j);
+}
+
 static disp__mat dm(double *p, int64_t rs, int64_t cs) {
   disp__mat m = {p, rs, cs};
   return m;
@@ -97,40 +134,87 @@ static disp__mat dm(double *p, int64_t rs, int64_t cs) {
 
 enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
 
-/* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
- * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
-static disp_status run_prim(int prim, const geom *gm, const double *a, const double *b, double *y) {
-  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * K, ncols;
+/* A malloc'd im2col buffer (ck x OUT), or NULL on overflow or OOM. */
+static double *cols_alloc(const geom *gm) {
+  int64_t ck = gm->ci / gm->g * prod3(gm->k), ncols;
   size_t bytes;
-  double *cols = NULL;
-  if (!disp__mul_i64(ck, OUT, &ncols) && !disp__mul_size(sizeof(double), (size_t)(ncols > 0 ? ncols : 1), &bytes))
-    cols = malloc(bytes);
-  if (!cols) return disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
-  disp_status st = DISP_OK;
-  if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(double) * (size_t)(gm->n * gm->ci * IN));
-  if (prim == PRIM_BWD_W) memset(y, 0, sizeof(double) * (size_t)(gm->co * ck));
-  for (int64_t n = 0; n < gm->n && st == DISP_OK; n++)
+  if (disp__mul_i64(ck, prod3(gm->out), &ncols) || disp__mul_size(sizeof(double), (size_t)(ncols > 0 ? ncols : 1), &bytes))
+    return NULL;
+  return malloc(bytes);
+}
+
+/* One primitive's arguments and the failure of any of its threads. */
+typedef struct prim_job {
+  int prim;
+  const geom *gm;
+  const double *a, *b;
+  double *y;
+  atomic_int failed;
+} prim_job;
+
+/* FWD or BWD_IN of samples [lo, hi): each writes only its own part of y,
+ * so samples run on the library's threads, each with its own columns. */
+static void prim_samples(int64_t lo, int64_t hi, void *arg) {
+  prim_job *j = arg;
+  const geom *gm = j->gm;
+  int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
+  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
+  double *cols = cols_alloc(gm);
+  disp_status st = cols ? DISP_OK : DISP_ERR_NO_MEMORY;
+  for (int64_t n = lo; n < hi && st == DISP_OK; n++)
     for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
-      if (prim == PRIM_FWD) {
-        const double *w = b + g * og * ck;
-        im2col(gm, a + (n * gm->ci + g * cg) * IN, cg, cols);
+      const double *w = j->b + g * og * ck;
+      if (j->prim == PRIM_FWD) {
+        im2col(gm, j->a + (n * gm->ci + g * cg) * IN, cg, cols);
         st = disp__gemm_f64(og, OUT, ck, 1.0, dm((double *)w, ck, 1), dm(cols, OUT, 1), 0.0,
-                            dm(y + (n * gm->co + g * og) * OUT, OUT, 1));
-      } else if (prim == PRIM_BWD_IN) {
-        const double *w = b + g * og * ck;
-        st = disp__gemm_f64(ck, OUT, og, 1.0, dm((double *)w, 1, ck),
-                            dm((double *)a + (n * gm->co + g * og) * OUT, OUT, 1), 0.0,
-                            dm(cols, OUT, 1));
-        if (st == DISP_OK) col2im(gm, cols, cg, y + (n * gm->ci + g * cg) * IN);
+                            dm(j->y + (n * gm->co + g * og) * OUT, OUT, 1));
       } else {
-        im2col(gm, a + (n * gm->ci + g * cg) * IN, cg, cols);
-        st = disp__gemm_f64(og, ck, OUT, 1.0, dm((double *)b + (n * gm->co + g * og) * OUT, OUT, 1),
-                            dm(cols, 1, OUT), 1.0, dm(y + g * og * ck, ck, 1));
+        st = disp__gemm_f64(ck, OUT, og, 1.0, dm((double *)w, 1, ck),
+                            dm((double *)j->a + (n * gm->co + g * og) * OUT, OUT, 1), 0.0, dm(cols, OUT, 1));
+        if (st == DISP_OK) col2im(gm, cols, cg, j->y + (n * gm->ci + g * cg) * IN);
       }
     }
   free(cols);
+  if (st != DISP_OK) atomic_store(&j->failed, 1);
+}
+
+/* BWD_W: dW = sum over samples in sample order (a reduction: one thread
+ * walks the samples; im2col and the gemm split themselves). */
+static disp_status prim_weight_grad(const geom *gm, const double *x, const double *dy, double *dw) {
+  int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
+  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
+  double *cols = cols_alloc(gm);
+  if (!cols) return DISP_ERR_NO_MEMORY;
+  disp_status st = DISP_OK;
+  memset(dw, 0, sizeof(double) * (size_t)(gm->co * ck));
+  for (int64_t n = 0; n < gm->n && st == DISP_OK; n++)
+    for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
+      im2col(gm, x + (n * gm->ci + g * cg) * IN, cg, cols);
+      st = disp__gemm_f64(og, ck, OUT, 1.0, dm((double *)dy + (n * gm->co + g * og) * OUT, OUT, 1),
+                          dm(cols, 1, OUT), 1.0, dm(dw + g * og * ck, ck, 1));
+    }
+  free(cols);
   return st;
+}
+
+/* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
+ * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
+static disp_status run_prim(int prim, const geom *gm, const double *a, const double *b, double *y) {
+  disp_status st = DISP_OK;
+  if (prim == PRIM_BWD_W) {
+    st = prim_weight_grad(gm, a, b, y);
+  } else {
+    if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(double) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
+    prim_job j = {prim, gm, a, b, y, 0};
+    /* a sample's work: about its output and its columns */
+    double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
+                 (double)prod3(gm->k);
+    disp__parallel_for(0, gm->n, work_grain(per), prim_samples, &j);
+    if (atomic_load(&j.failed)) st = DISP_ERR_NO_MEMORY;
+  }
+  /* every failure of a primitive is memory (columns, gemm packing) */
+  if (st != DISP_OK) return disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
+  return DISP_OK;
 }
 
 /* ---- parameters and shape checks (PyTorch's check_shape_forward) ------- */

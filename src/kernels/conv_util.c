@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "elementwise_copy.h"
 #include "gemm.h"
 #include "tensor/checked_math_internal.h"
 
@@ -57,45 +58,22 @@ disp_status disp__conv_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp
   return disp_tensor_empty_strided(sizes, strides, 4, dt, dev, out);
 }
 
-/* Calls f(elem_ptr, logical_index, ctx) for every element in row-major order. */
-static void each(const disp_tensor *t, void (*f)(char *p, int64_t i, void *ctx), void *ctx) {
-  if (t->numel == 0) return;
-  char *base = disp_tensor_data_ptr(t);
-  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
-  int64_t idx[DISP_TENSOR_MAX_DIMS] = {0};
-  int64_t off = 0;
-  for (int64_t i = 0; i < t->numel; i++) {
-    f(base + off * isz, i, ctx);
-    for (int d = t->ndim - 1; d >= 0; d--) {
-      if (++idx[d] < t->sizes[d]) {
-        off += t->strides[d];
-        break;
-      }
-      off -= t->strides[d] * (idx[d] - 1);
-      idx[d] = 0;
-    }
-  }
-}
-
-typedef struct io_ctx { double *v; disp_dtype dt; } io_ctx;
-static void load_one(char *p, int64_t i, void *ctx) {
-  io_ctx *c = ctx;
-  c->v[i] = disp__load_f64(p, c->dt);
-}
-static void store_one(char *p, int64_t i, void *ctx) {
-  io_ctx *c = ctx;
-  disp__store_f64(p, c->dt, c->v[i]);
-}
-
+/* Both directions are the one strided copy (elementwise_copy.c: ordered,
+ * coalesced, parallel when large); its conversions to and from float64
+ * are the ones disp__load_f64/disp__store_f64 make. */
 double *disp__conv_load(const disp_tensor *t) {
   double *v = malloc(sizeof(double) * (size_t)(t->numel > 0 ? t->numel : 1));
   if (!v) return NULL;
-  io_ctx c = {v, t->dtype};
-  each(t, load_one, &c);
+  if (t->numel == 0) return v;
+  int64_t cs[DISP_TENSOR_MAX_DIMS];
+  disp__tensor_contiguous_strides(t->sizes, t->ndim, cs);
+  disp__ew_copy_strided(v, cs, DISP_DTYPE_FLOAT64, disp_tensor_data_ptr(t), t->strides, t->dtype, t->sizes, t->ndim);
   return v;
 }
 
 void disp__conv_store(disp_tensor *t, const double *v) {
-  io_ctx c = {(double *)v, t->dtype};
-  each(t, store_one, &c);
+  if (t->numel == 0) return;
+  int64_t cs[DISP_TENSOR_MAX_DIMS];
+  disp__tensor_contiguous_strides(t->sizes, t->ndim, cs);
+  disp__ew_copy_strided(disp_tensor_data_ptr(t), t->strides, t->dtype, v, cs, DISP_DTYPE_FLOAT64, t->sizes, t->ndim);
 }

@@ -20,10 +20,18 @@
  * (ndim dims); both strides are in elements of their own dtype and src's
  * may be 0 (broadcast). Conversions are C's casts between the element types
  * (float16/bfloat16 through float), which is what PyTorch's copy does.
- * The two regions must not partially overlap.
+ * Same dtype copies the bytes (memcpy, fill, typed strided loops). The two
+ * regions must not partially overlap; dst must not have a stride 0 where
+ * src varies. Large copies run on disp__parallel_for's threads (a dst with
+ * a stride-0 dim, an expanded fill, stays on the calling thread).
  */
 void disp__ew_copy_strided(void *dst, const int64_t *dst_strides, disp_dtype ddt, const void *src,
                         const int64_t *src_strides, disp_dtype sdt, const int64_t *sizes, int ndim);
+
+/* The same copy with byte strides in tensor_iter's layout: dst's ndim
+ * strides, then src's (disp__titer_copy's entry). */
+void disp__ew_copy_bytes(void *dst, disp_dtype ddt, const void *src, disp_dtype sdt, const int64_t *strides,
+                         const int64_t *sizes, int ndim);
 
 /*
  * disp__ew_scalar_to_elem - converts a Scalar to one element of `dt` into

@@ -17,10 +17,13 @@
 
 #ifdef DISP_HAVE_CBLAS
 #include <cblas.h>
+#include <pthread.h>
 #endif
 
 #include "aten_internal.h"
+#include "disp/cpu.h"
 #include "elementwise_copy.h"
+#include "parallel.h"
 
 static atomic_int g_force_portable;
 
@@ -108,6 +111,22 @@ DEFINE_PORTABLE(portable_f64, double)
 DEFINE_PORTABLE(portable_u64, uint64_t)
 
 #ifdef DISP_HAVE_CBLAS
+#ifdef DISP_HAVE_OPENBLAS_THREADS
+void openblas_set_num_threads(int num_threads); /* OpenBLAS's own API, not CBLAS's */
+
+static void set_blas_threads(void) { openblas_set_num_threads(1); }
+#endif
+
+/* Note [One pool] (parallel.c): OpenBLAS runs on the calling thread only;
+ * the library's threads split large products instead. Done once, at the
+ * first product (other CBLAS builds have no pool of their own to hold). */
+static void blas_one_thread(void) {
+#ifdef DISP_HAVE_OPENBLAS_THREADS
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, set_blas_threads);
+#endif
+}
+
 /* How a rows x cols operand with strides (rs, cs) looks to row-major BLAS:
  * 1 and *tr and *ld set when it is row-major (NoTrans) or column-major (Trans)
  * with a usable leading dimension; 0 when it must be packed. Strides of
@@ -192,26 +211,102 @@ DEFINE_BLAS(blas_f32, float, cblas_sgemm, pack_f32, portable_f32)
 DEFINE_BLAS(blas_f64, double, cblas_dgemm, pack_f64, portable_f64)
 #endif
 
-disp_status disp__gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a, disp__mat b,
-                           float beta, disp__mat c) {
+/* One call of BLAS (or the portable kernel) on the calling thread. */
+static disp_status serial_f32(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a, disp__mat b,
+                              float beta, disp__mat c) {
 #ifdef DISP_HAVE_CBLAS
-  if (!atomic_load_explicit(&g_force_portable, memory_order_relaxed))
-    return blas_f32(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
-                    c.cs);
+  if (!atomic_load_explicit(&g_force_portable, memory_order_relaxed)) {
+    blas_one_thread();
+    return blas_f32(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs, c.cs);
+  }
 #endif
   return portable_f32(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
                       c.cs);
 }
 
-disp_status disp__gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, disp__mat a,
-                           disp__mat b, double beta, disp__mat c) {
+static disp_status serial_f64(int64_t m, int64_t n, int64_t k, double alpha, disp__mat a, disp__mat b,
+                              double beta, disp__mat c) {
 #ifdef DISP_HAVE_CBLAS
-  if (!atomic_load_explicit(&g_force_portable, memory_order_relaxed))
-    return blas_f64(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
-                    c.cs);
+  if (!atomic_load_explicit(&g_force_portable, memory_order_relaxed)) {
+    blas_one_thread();
+    return blas_f64(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs, c.cs);
+  }
 #endif
   return portable_f64(m, n, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, b.cs, beta, c.data, c.rs,
                       c.cs);
+}
+
+/* Note [Threaded gemm]: a large product is split across the library's
+ * threads (Note [One pool] in parallel.c) into blocks of rows of C as BLAS
+ * sees it (its columns when C is column-major, which BLAS computes as the
+ * transposed product), each one single-threaded call of the serial kernel
+ * on its slices of A (B) and C. Blocks start at multiples of GEMM_UNIT
+ * rows: OpenBLAS computes the rows past its micro-kernel's height (12 for
+ * sgemm here, 4 to 16 elsewhere) with other kernels whose sums round
+ * differently, so only aligned blocks give the unsplit product bit for
+ * bit. The other dimension does not split exactly at all (sgemm's result
+ * depends on its length), so a product with fewer than two units stays one
+ * call, as does one below GEMM_MIN_WORK multiply-adds per block. */
+enum { GEMM_MIN_WORK = 65536, GEMM_UNIT = 48 };
+
+typedef struct gemm_plan {
+  int cols;            /* split C's columns (C column-major), else its rows */
+  int64_t len;         /* rows (columns) of C */
+  int64_t units, grain; /* blocks of GEMM_UNIT, the least number per thread */
+} gemm_plan;
+
+/* 0 when the product stays one call. */
+static int gemm_split_plan(int64_t m, int64_t n, int64_t k, disp__mat c, gemm_plan *p) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  p->cols = n > 1 && m > 1 && c.rs == 1 && c.cs >= m;
+  p->len = p->cols ? n : m;
+  if (p->len < 2 * GEMM_UNIT || disp_get_num_threads() <= 1 || disp__in_parallel_region()) return 0;
+  double per_unit = (double)GEMM_UNIT * (double)(p->cols ? m : n) * (double)k; /* multiply-adds */
+  p->units = (p->len + GEMM_UNIT - 1) / GEMM_UNIT;
+  p->grain = per_unit >= GEMM_MIN_WORK ? 1 : (int64_t)(GEMM_MIN_WORK / per_unit) + 1;
+  return p->units > p->grain;
+}
+
+#define DEFINE_SPLIT(NAME, T, SERIAL)                                                              \
+  typedef struct NAME##_job {                                                                      \
+    int64_t m, n, k;                                                                               \
+    T alpha, beta;                                                                                 \
+    disp__mat a, b, c;                                                                             \
+    gemm_plan plan;                                                                                \
+    atomic_int status;                                                                             \
+  } NAME##_job;                                                                                    \
+  static void NAME##_block(int64_t lo, int64_t hi, void *arg) {                                    \
+    NAME##_job *j = arg;                                                                           \
+    disp__mat a = j->a, b = j->b, c = j->c;                                                        \
+    int64_t r0 = lo * GEMM_UNIT, r1 = hi * GEMM_UNIT < j->plan.len ? hi * GEMM_UNIT : j->plan.len; \
+    int64_t m = j->m, n = j->n;                                                                    \
+    if (j->plan.cols) {                                                                            \
+      b.data = (T *)b.data + r0 * b.cs, c.data = (T *)c.data + r0 * c.cs, n = r1 - r0;             \
+    } else {                                                                                       \
+      a.data = (T *)a.data + r0 * a.rs, c.data = (T *)c.data + r0 * c.rs, m = r1 - r0;             \
+    }                                                                                              \
+    disp_status st = SERIAL(m, n, j->k, j->alpha, a, b, j->beta, c);                               \
+    if (st != DISP_OK) atomic_store(&j->status, (int)st);                                          \
+  }                                                                                                \
+  static disp_status NAME(int64_t m, int64_t n, int64_t k, T alpha, disp__mat a, disp__mat b,      \
+                          T beta, disp__mat c) {                                                   \
+    NAME##_job j = {m, n, k, alpha, beta, a, b, c, {0, 0, 0, 0}, 0};                               \
+    if (!gemm_split_plan(m, n, k, c, &j.plan)) return SERIAL(m, n, k, alpha, a, b, beta, c);       \
+    disp__parallel_for(0, j.plan.units, j.plan.grain, NAME##_block, &j);                           \
+    /* a block's only failure is memory; the message set on this thread */                        \
+    return atomic_load(&j.status) == DISP_OK ? DISP_OK : oom();                                    \
+  }
+DEFINE_SPLIT(split_f32, float, serial_f32)
+DEFINE_SPLIT(split_f64, double, serial_f64)
+
+disp_status disp__gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a, disp__mat b,
+                           float beta, disp__mat c) {
+  return split_f32(m, n, k, alpha, a, b, beta, c);
+}
+
+disp_status disp__gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, disp__mat a,
+                           disp__mat b, double beta, disp__mat c) {
+  return split_f64(m, n, k, alpha, a, b, beta, c);
 }
 
 /* ---- other dtypes: convert to the accumulation type, multiply, store ---- */

@@ -6,6 +6,7 @@
  * kernels reject exactly what the CPU ones reject and agree on shapes. The
  * products themselves go through gemm.h.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "aten_kernels.h"
 #include "tensor/dtype_cast.h"
 #include "gemm.h"
+#include "parallel.h"
 #include "tensor_iter.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
@@ -179,18 +181,6 @@ disp_status disp__meta_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *
   return DISP_OK;
 }
 
-/* out = self broadcast to out's (m, n) (out contiguous). */
-static void copy_broadcast_self(disp_tensor *out, const disp_tensor *self, const int64_t *sz) {
-  size_t isz = disp_dtype_itemsize(self->dtype);
-  int64_t s0 = self->ndim == 2 && self->sizes[0] != 1 ? self->strides[0] : 0;
-  int64_t s1 = self->ndim >= 1 && self->sizes[self->ndim - 1] != 1 ? self->strides[self->ndim - 1] : 0;
-  const char *src = disp_tensor_data_ptr((disp_tensor *)self);
-  char *dst = disp_tensor_data_ptr(out);
-  for (int64_t i = 0; i < sz[0]; i++)
-    for (int64_t j = 0; j < sz[1]; j++)
-      memcpy(dst + (size_t)(i * sz[1] + j) * isz, src + (i * s0 + j * s1) * (int64_t)isz, isz);
-}
-
 disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
                             disp_scalar beta, disp_scalar alpha, disp_tensor **out0) {
   int64_t sz[2];
@@ -207,7 +197,7 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
     if (beta_zero || out->numel == 0) {
       zero_fill(out);
     } else {
-      copy_broadcast_self(out, self, sz);
+      disp__titer_copy(out, self); /* self broadcast to (m, n) */
       if ((st = scale_by_beta(out, beta)) != DISP_OK) {
         disp_tensor_release(out);
         return st;
@@ -216,8 +206,9 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
     *out0 = out;
     return DISP_OK;
   }
-  /* out = self broadcast to (m, n); the gemm then scales it by beta. */
-  if (!beta_zero) copy_broadcast_self(out, self, sz);
+  /* out = self broadcast to (m, n) by the one broadcast copy (a memcpy
+   * per row for a bias vector); the gemm then scales it by beta. */
+  if (!beta_zero) disp__titer_copy(out, self);
   st = disp__gemm(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, mat_of(mat1, 0, 1, 0),
                   mat_of(mat2, 0, 1, 0), beta_zero ? disp_scalar_int(0) : beta, mat_of(out, 0, 1, 0));
   if (st != DISP_OK) {
@@ -302,6 +293,30 @@ static void bmm_small_elem(disp_dtype dt, const char *a, int64_t as, const char 
   disp__store_double(out, dt, acc);
 }
 
+/* Batches [lo, hi) of a bmm through disp__gemm, out = self @ mat2. */
+typedef struct bmm_job {
+  disp_tensor *self, *mat2, *out;
+  atomic_int status;
+} bmm_job;
+
+enum { BMM_MIN_WORK = 65536 }; /* multiply-adds worth a thread */
+
+static disp_status bmm_gemms(bmm_job *j, int64_t lo, int64_t hi) {
+  disp_status st = DISP_OK;
+  const int64_t *sz = j->out->sizes;
+  for (int64_t b = lo; b < hi && st == DISP_OK; b++)
+    st = disp__gemm(j->self->dtype, sz[1], sz[2], j->self->sizes[2], disp_scalar_int(1),
+                    mat_of(j->self, 1, 2, b), mat_of(j->mat2, 1, 2, b), disp_scalar_int(0),
+                    mat_of(j->out, 1, 2, b));
+  return st;
+}
+
+static void bmm_batches(int64_t lo, int64_t hi, void *arg) {
+  bmm_job *j = arg;
+  disp_status st = bmm_gemms(j, lo, hi);
+  if (st != DISP_OK) atomic_store(&j->status, (int)st);
+}
+
 disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[3];
   disp_status st = bmm_geometry(self, mat2, sz);
@@ -328,10 +343,13 @@ disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **ou
     *out0 = out;
     return DISP_OK;
   }
-  for (int64_t b = 0; b < sz[0] && st == DISP_OK; b++)
-    st = disp__gemm(self->dtype, sz[1], sz[2], self->sizes[2], disp_scalar_int(1),
-                    mat_of(self, 1, 2, b), mat_of(mat2, 1, 2, b), disp_scalar_int(0),
-                    mat_of(out, 1, 2, b));
+  bmm_job j = {self, mat2, out, 0};
+  /* batches on the library's threads, each product on one (Note [Threaded
+   * gemm]); a failure is redone here, where its message belongs */
+  double per = (double)sz[1] * (double)sz[2] * (double)self->sizes[2]; /* int64 may overflow */
+  int64_t grain = per >= BMM_MIN_WORK ? 1 : BMM_MIN_WORK / (int64_t)(per > 1 ? per : 1) + 1;
+  disp__parallel_for(0, sz[0], grain, bmm_batches, &j);
+  if (atomic_load(&j.status) != DISP_OK) st = bmm_gemms(&j, 0, sz[0]);
   if (st != DISP_OK) {
     disp_tensor_release(out);
     return st;

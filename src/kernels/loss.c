@@ -5,12 +5,16 @@
  * Reductions: 0 none, 1 mean, 2 sum (at::Reduction).
  */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
 #include "tensor/dtype_cast.h"
+#include "parallel.h"
 #include "tensor_iter.h"
 
 enum { RED_NONE, RED_MEAN, RED_SUM };
@@ -202,10 +206,78 @@ static double input_at(const disp_tensor *x, int64_t i, int64_t c) {
   return disp__load_double(data_of(x) + off * (int64_t)disp_dtype_itemsize(x->dtype), x->dtype);
 }
 
+/* Note [Deterministic loss sums]: nll_loss sums its samples in blocks of
+ * NLL_BLOCK, each block in sample order, and adds the block sums in block
+ * order: the blocks are fixed whatever the thread count (the threads take
+ * whole blocks), so the loss is the same at 1, 2 or 3 threads. */
+enum { NLL_BLOCK = 4096 };
+
+typedef struct nll_job {
+  const disp_tensor *self, *target, *weight;
+  disp_tensor *per_sample; /* the per-sample losses, or NULL */
+  int64_t ignore_index, nc, n;
+  double *sums, *totals;   /* per block */
+  _Atomic int64_t first_bad; /* lowest sample with a target out of range */
+} nll_job;
+
+/* The first out-of-range target at position i wins (a serial walk stops there). */
+static void nll_bad(_Atomic int64_t *first, int64_t i) {
+  int64_t seen = atomic_load(first);
+  while (i < seen && !atomic_compare_exchange_weak(first, &seen, i)) {
+  }
+}
+
+static void nll_blocks(int64_t lo, int64_t hi, void *arg) {
+  nll_job *j = arg;
+  for (int64_t b = lo; b < hi; b++) {
+    double total = 0, sum = 0;
+    int64_t end = (b + 1) * NLL_BLOCK < j->n ? (b + 1) * NLL_BLOCK : j->n;
+    for (int64_t i = b * NLL_BLOCK; i < end; i++) {
+      int64_t t = target_at(j->target, i);
+      double v = 0;
+      if (t != j->ignore_index) {
+        if (t < 0 || t >= j->nc) {
+          nll_bad(&j->first_bad, i);
+          return;
+        }
+        double w = j->weight ? at1(j->weight, t) : 1.0;
+        v = -input_at(j->self, i, t) * w;
+        total += w;
+      }
+      disp_tensor *o = j->per_sample;
+      if (o) disp__store_double(data_of(o) + i * (int64_t)disp_dtype_itemsize(o->dtype), o->dtype, v);
+      sum += v;
+    }
+    j->sums[b] = sum;
+    j->totals[b] = total;
+  }
+}
+
+/* The loss sum and weight total of n samples (Note [Deterministic loss
+ * sums]), writing per-sample losses into per_sample when given. */
+static disp_status nll_sum(const disp_tensor *self, const disp_tensor *target, const disp_tensor *weight,
+                           int64_t ignore_index, disp_tensor *per_sample, int64_t nc, int64_t n, double *sum,
+                           double *total) {
+  int64_t nb = (n + NLL_BLOCK - 1) / NLL_BLOCK;
+  double small[2 * 16], *buf = nb <= 16 ? small : malloc(sizeof(double) * 2 * (size_t)nb);
+  if (!buf) return disp_set_error(DISP_ERR_NO_MEMORY, "nll_loss_forward: out of memory");
+  nll_job j = {self, target, weight, per_sample, ignore_index, nc, n, buf, buf + nb, INT64_MAX};
+  disp__parallel_for(0, nb, DISP_GRAIN_SIZE / NLL_BLOCK, nll_blocks, &j);
+  int64_t bad = atomic_load(&j.first_bad);
+  disp_status st = DISP_OK;
+  if (bad != INT64_MAX) {
+    st = disp_set_error(DISP_ERR_INVALID_ARG, "Target %lld is out of bounds.", (long long)target_at(target, bad));
+  } else {
+    for (int64_t b = 0; b < nb; b++) *sum += buf[b], *total += buf[nb + b];
+  }
+  if (buf != small) free(buf);
+  return st;
+}
+
 static disp_status nll_fwd(disp_tensor *self, disp_tensor *target, disp_tensor *weight, int64_t reduction,
                            int64_t ignore_index, disp_tensor **out0, disp_tensor **out1) {
   const char *op = "nll_loss_forward";
-  int64_t n, nc;
+  int64_t n = 0, nc = 0;
   disp_status st = nll_check(op, self, target, weight, reduction, &n, &nc);
   if (st != DISP_OK) return st;
   int per_sample = reduction == RED_NONE && self->ndim == 2;
@@ -214,21 +286,8 @@ static disp_status nll_fwd(disp_tensor *self, disp_tensor *target, disp_tensor *
   if (st == DISP_OK) st = disp_tensor_empty(NULL, 0, self->dtype, self->device, &tw);
   if (st != DISP_OK || self->device.type != DISP_BACKEND_CPU) goto done;
   double total = 0, sum = 0;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t t = target_at(target, i);
-    double v = 0;
-    if (t != ignore_index) {
-      if (t < 0 || t >= nc) {
-        st = disp_set_error(DISP_ERR_INVALID_ARG, "Target %lld is out of bounds.", (long long)t);
-        goto done;
-      }
-      double w = weight ? at1(weight, t) : 1.0;
-      v = -input_at(self, i, t) * w;
-      total += w;
-    }
-    if (per_sample) disp__store_double(data_of(out) + i * (int64_t)disp_dtype_itemsize(out->dtype), out->dtype, v);
-    sum += v;
-  }
+  if ((st = nll_sum(self, target, weight, ignore_index, per_sample ? out : NULL, nc, n, &sum, &total)) != DISP_OK)
+    goto done;
   if (per_sample) {
     total = 0;
   } else {
@@ -257,10 +316,36 @@ disp_status disp__meta_nll_loss_forward(disp_tensor *self, disp_tensor *target, 
   return nll_fwd(self, target, weight, reduction, ignore_index, out0, out1);
 }
 
+/* Samples [lo, hi) of the nll_loss gradient: each writes only its row. */
+typedef struct nll_grad_job {
+  const disp_tensor *target, *weight, *grad_output;
+  disp_tensor *out;
+  int64_t ignore_index, nc;
+  int per_sample;
+  double g;
+  _Atomic int64_t first_bad;
+} nll_grad_job;
+
+static void nll_grad_rows(int64_t lo, int64_t hi, void *arg) {
+  nll_grad_job *j = arg;
+  int64_t isz = (int64_t)disp_dtype_itemsize(j->out->dtype);
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t t = target_at(j->target, i);
+    if (t == j->ignore_index) continue;
+    if (t < 0 || t >= j->nc) {
+      nll_bad(&j->first_bad, i);
+      return;
+    }
+    double w = j->weight ? at1(j->weight, t) : 1.0;
+    double gi = j->per_sample ? at1(j->grad_output, i) : j->g;
+    disp__store_double(data_of(j->out) + (i * j->nc + t) * isz, j->out->dtype, -w * gi);
+  }
+}
+
 static disp_status nll_bwd(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target, disp_tensor *weight,
                            int64_t reduction, int64_t ignore_index, disp_tensor *total_weight, disp_tensor **out0) {
   const char *op = "nll_loss_backward";
-  int64_t n, nc;
+  int64_t n = 0, nc = 0;
   disp_status st = nll_check(op, self, target, weight, reduction, &n, &nc);
   if (st != DISP_OK) return st;
   if (total_weight->numel != 1)
@@ -285,16 +370,12 @@ static disp_status nll_bwd(disp_tensor *grad_output, disp_tensor *self, disp_ten
   if (out->numel > 0) memset(data_of(out), 0, (size_t)out->numel * isz);
   double g = per_sample ? 0 : at1(grad_output, 0);
   if (reduction == RED_MEAN) g /= at1(total_weight, 0);
-  for (int64_t i = 0; i < n; i++) {
-    int64_t t = target_at(target, i);
-    if (t == ignore_index) continue;
-    if (t < 0 || t >= nc) {
-      disp_tensor_release(out);
-      return disp_set_error(DISP_ERR_INVALID_ARG, "Target %lld is out of bounds.", (long long)t);
-    }
-    double w = weight ? at1(weight, t) : 1.0;
-    double gi = per_sample ? at1(grad_output, i) : g;
-    disp__store_double(data_of(out) + (i * nc + t) * (int64_t)isz, out->dtype, -w * gi);
+  nll_grad_job j = {target, weight, grad_output, out, ignore_index, nc, per_sample, g, INT64_MAX};
+  disp__parallel_for(0, n, DISP_GRAIN_SIZE, nll_grad_rows, &j);
+  int64_t bad = atomic_load(&j.first_bad);
+  if (bad != INT64_MAX) {
+    disp_tensor_release(out);
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Target %lld is out of bounds.", (long long)target_at(target, bad));
   }
   *out0 = out;
   return DISP_OK;

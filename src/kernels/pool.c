@@ -7,6 +7,8 @@
  * window wins (PyTorch's `val > max || isnan(val)`), so nan propagates.
  */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@
 #include "aten_kernels.h"
 #include "conv_util.h"
 #include "gemm.h"
+#include "parallel.h"
 #include "tensor/checked_math_internal.h"
 
 #define FAIL(...) disp_set_error(DISP_ERR_INVALID_ARG, __VA_ARGS__)
@@ -167,6 +170,48 @@ disp_status disp__meta_max_pool2d_with_indices(disp_tensor *self, disp_int_list 
   return alloc_outs(&g, self, out0, out1);
 }
 
+/* Planes [lo, hi) of max_pool2d's forward: each writes only its own
+ * outputs, so the planes run on the library's threads. */
+typedef struct max_job {
+  const pool_geom *g;
+  const double *x;
+  double *y;
+  int64_t *ix;
+} max_job;
+
+static void max_planes(int64_t lo, int64_t hi, void *arg) {
+  const max_job *j = arg;
+  const pool_geom *g = j->g;
+  for (int64_t p = lo; p < hi; p++) {
+    const double *xp = j->x + p * g->ih * g->iw;
+    for (int64_t oh = 0; oh < g->oh; oh++)
+      for (int64_t ow = 0; ow < g->ow; ow++) {
+        int64_t hs = oh * g->sh - g->ph, ws = ow * g->sw - g->pw;
+        int64_t he = window_end(hs, g->kh, g->dh, g->ih), we = window_end(ws, g->kw, g->dw, g->iw);
+        hs = first_tap(hs, g->dh), ws = first_tap(ws, g->dw);
+        /* 1.13's index of an empty window (all taps in the padding) is
+         * hs * iw + ws; where that passes int64 it is -1 here */
+        int64_t best;
+        if (disp__mul_i64(hs, g->iw, &best) || disp__add_i64(best, ws, &best)) best = -1;
+        double mv = -INFINITY;
+        for (int64_t h = hs; h < he; h = next_tap(h, he, g->dh))
+          for (int64_t w = ws; w < we; w = next_tap(w, we, g->dw)) {
+            double v = xp[h * g->iw + w];
+            if (v > mv || isnan(v)) mv = v, best = h * g->iw + w;
+          }
+        int64_t o = (p * g->oh + oh) * g->ow + ow;
+        j->y[o] = mv;
+        j->ix[o] = best;
+      }
+  }
+}
+
+/* Least planes per thread: about DISP_GRAIN_SIZE window taps. */
+static int64_t plane_grain(const pool_geom *g) {
+  double per = (double)g->oh * (double)g->ow * (double)g->kh * (double)g->kw; /* int64 may overflow */
+  return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (int64_t)(per > 1 ? per : 1) + 1;
+}
+
 disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list kernel_size,
                                               disp_int_list stride, disp_int_list padding,
                                               disp_int_list dilation, bool ceil_mode, disp_tensor **out0,
@@ -186,29 +231,8 @@ disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list k
     disp_tensor_release(out), disp_tensor_release(idx);
     return disp_set_error(DISP_ERR_NO_MEMORY, "max_pool2d_with_indices: out of memory");
   }
-  int64_t planes = g.nbatch * g.planes;
-  for (int64_t p = 0; p < planes; p++) {
-    const double *xp = x + p * g.ih * g.iw;
-    for (int64_t oh = 0; oh < g.oh; oh++)
-      for (int64_t ow = 0; ow < g.ow; ow++) {
-        int64_t hs = oh * g.sh - g.ph, ws = ow * g.sw - g.pw;
-        int64_t he = window_end(hs, g.kh, g.dh, g.ih), we = window_end(ws, g.kw, g.dw, g.iw);
-        hs = first_tap(hs, g.dh), ws = first_tap(ws, g.dw);
-        /* 1.13's index of an empty window (all taps in the padding) is
-         * hs * iw + ws; where that passes int64 it is -1 here */
-        int64_t best;
-        if (disp__mul_i64(hs, g.iw, &best) || disp__add_i64(best, ws, &best)) best = -1;
-        double mv = -INFINITY;
-        for (int64_t h = hs; h < he; h = next_tap(h, he, g.dh))
-          for (int64_t w = ws; w < we; w = next_tap(w, we, g.dw)) {
-            double v = xp[h * g.iw + w];
-            if (v > mv || isnan(v)) mv = v, best = h * g.iw + w;
-          }
-        int64_t o = (p * g.oh + oh) * g.ow + ow;
-        y[o] = mv;
-        ix[o] = best;
-      }
-  }
+  max_job j = {&g, x, y, ix};
+  disp__parallel_for(0, g.nbatch * g.planes, plane_grain(&g), max_planes, &j);
   disp__conv_store(out, y);
   /* indices: same layout as out, written through the same row-major walk */
   for (int64_t i = 0; i < idx->numel; i++) y[i] = (double)ix[i];
@@ -256,6 +280,34 @@ disp_status disp__meta_max_pool2d_with_indices_backward(disp_tensor *grad_output
   return disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, out0);
 }
 
+/* Planes [lo, hi) of the backward: dx of a plane gathers only its own
+ * grads, in the serial order. The first bad index (lowest position) is
+ * kept for the message, as a serial walk would stop at it. */
+typedef struct scatter_job {
+  const pool_geom *g;
+  const double *dy, *ix;
+  double *dx;
+  _Atomic int64_t first_bad;
+} scatter_job;
+
+static void scatter_planes(int64_t lo, int64_t hi, void *arg) {
+  scatter_job *j = arg;
+  int64_t plane_in = j->g->ih * j->g->iw, plane_out = j->g->oh * j->g->ow;
+  for (int64_t p = lo; p < hi; p++)
+    for (int64_t o = 0; o < plane_out; o++) {
+      int64_t q = p * plane_out + o;
+      /* range-checked as a double: converting one past int64 is undefined */
+      double kd = j->ix[q];
+      if (!(kd >= 0 && kd < (double)plane_in)) {
+        int64_t seen = atomic_load(&j->first_bad);
+        while (q < seen && !atomic_compare_exchange_weak(&j->first_bad, &seen, q)) {
+        }
+        return;
+      }
+      j->dx[p * plane_in + (int64_t)kd] += j->dy[q];
+    }
+}
+
 disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output, disp_tensor *self,
                                                        disp_int_list kernel_size, disp_int_list stride,
                                                        disp_int_list padding, disp_int_list dilation,
@@ -277,18 +329,12 @@ disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output,
     disp_tensor_release(gi);
     return disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
   }
-  int64_t planes = g.nbatch * g.planes, plane_in = g.ih * g.iw, plane_out = g.oh * g.ow;
-  for (int64_t p = 0; p < planes && st == DISP_OK; p++)
-    for (int64_t o = 0; o < plane_out; o++) {
-      /* range-checked as a double: converting one past int64 is undefined */
-      double kd = ix[p * plane_out + o];
-      if (!(kd >= 0 && kd < (double)plane_in)) {
-        st = FAIL("%s: index %.0f is out of bounds for an input plane of %lld elements", op, kd,
-                  (long long)plane_in);
-        break;
-      }
-      dx[p * plane_in + (int64_t)kd] += dy[p * plane_out + o];
-    }
+  scatter_job j = {&g, dy, ix, dx, INT64_MAX};
+  disp__parallel_for(0, g.nbatch * g.planes, plane_grain(&g), scatter_planes, &j);
+  int64_t bad = atomic_load(&j.first_bad);
+  if (bad != INT64_MAX)
+    st = FAIL("%s: index %.0f is out of bounds for an input plane of %lld elements", op, ix[bad],
+              (long long)(g.ih * g.iw));
   if (st == DISP_OK) disp__conv_store(gi, dx);
   free(dy), free(ix), free(dx);
   if (st != DISP_OK) {

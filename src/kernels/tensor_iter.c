@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "elementwise_copy.h"
+#include "parallel.h"
 #include "tensor/dtype_cast.h"
 
 /* ---- geometry ------------------------------------------------------------ */
@@ -221,15 +223,35 @@ int disp__can_cast(disp_dtype from, disp_dtype to) {
 
 /* ---- loops --------------------------------------------------------------- */
 
-void disp__titer_loop_raw(int nops, char **data, const int64_t *strides, const int64_t *shape, int ndim,
-                          disp_titer_loop loop, const void *ctx) {
-  int64_t sh[DISP_TITER_MAX_DIMS], st[DISP_TITER_MAX_OPS][DISP_TITER_MAX_DIMS];
+/* Note [Parallel pointwise]: a loop is split across threads by blocks of
+ * TITER_BLOCK elements of the innermost run, whole rows or parts of one,
+ * so every call of the inner loop starts at a multiple of the block from
+ * its row's start: a vector body plus scalar tail covers the same elements
+ * the same way at any thread count, and the results are identical. Only
+ * loops whose operand 0 moves on every dimension are split; a stride 0
+ * there is a reduction into it, which stays serial. */
+enum { TITER_BLOCK = 64 };
+
+/* A loop after ordering and coalescing: m dims, dim 0 the innermost run. */
+typedef struct walk_plan {
+  int nops, m;
+  int64_t sh[DISP_TITER_MAX_DIMS];
+  int64_t st[DISP_TITER_MAX_OPS][DISP_TITER_MAX_DIMS];
+  char *data[DISP_TITER_MAX_OPS];
+  disp_titer_loop loop;
+  const void *ctx;
+} walk_plan;
+
+/* Orders the non-trivial dims fastest first (operand 0's stride, then the
+ * next operands') and merges neighbours that step like one dimension in
+ * every operand. Returns 0 when the loop has no elements. */
+static int plan_loop(walk_plan *p, int nops, char **data, const int64_t *strides, const int64_t *shape,
+                     int ndim) {
   int dims[DISP_TITER_MAX_DIMS], n = 0;
   for (int i = 0; i < ndim; i++) {
-    if (shape[i] == 0) return;
+    if (shape[i] == 0) return 0;
     if (shape[i] != 1) dims[n++] = i;
   }
-  /* order: fastest first by operand 0's stride, then by the next operands' */
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0; j--) {
       int a = dims[j], b = dims[j - 1], less = 0;
@@ -246,66 +268,92 @@ void disp__titer_loop_raw(int nops, char **data, const int64_t *strides, const i
       dims[j] = b;
       dims[j - 1] = a;
     }
-  /* coalesce neighbours that step like one dimension in every operand */
   int m = 0;
   for (int i = 0; i < n; i++) {
-    int d = dims[i];
-    if (m > 0) {
-      int ok = 1;
-      for (int k = 0; k < nops && ok; k++) ok = strides[k * ndim + d] == st[k][m - 1] * sh[m - 1];
-      if (ok) {
-        sh[m - 1] *= shape[d];
-        continue;
-      }
+    int d = dims[i], ok = m > 0;
+    for (int k = 0; k < nops && ok; k++) ok = strides[k * ndim + d] == p->st[k][m - 1] * p->sh[m - 1];
+    if (ok) {
+      p->sh[m - 1] *= shape[d];
+      continue;
     }
-    sh[m] = shape[d];
-    for (int k = 0; k < nops; k++) st[k][m] = strides[k * ndim + d];
+    p->sh[m] = shape[d];
+    for (int k = 0; k < nops; k++) p->st[k][m] = strides[k * ndim + d];
     m++;
   }
-  char *ptr[DISP_TITER_MAX_OPS];
-  int64_t inner[DISP_TITER_MAX_OPS];
-  for (int k = 0; k < nops; k++) {
-    ptr[k] = data[k];
-    inner[k] = m ? st[k][0] : 0;
+  if (m == 0) { /* one element: a run of one */
+    p->sh[0] = 1;
+    for (int k = 0; k < nops; k++) p->st[k][0] = 0;
+    m = 1;
   }
-  if (m <= 1) {
-    loop(ptr, inner, m ? sh[0] : 1, ctx);
-    return;
+  p->nops = nops;
+  p->m = m;
+  for (int k = 0; k < nops; k++) p->data[k] = data[k];
+  return 1;
+}
+
+/* Runs blocks [lo, hi) of the plan (TITER_BLOCK elements of a row each,
+ * the last of a row shorter): a disp__range_fn. */
+static void walk_blocks(int64_t lo, int64_t hi, void *arg) {
+  const walk_plan *p = arg;
+  const int64_t row_len = p->sh[0], per_row = (row_len + TITER_BLOCK - 1) / TITER_BLOCK;
+  int64_t row = lo / per_row, col = lo % per_row * TITER_BLOCK;
+  const int64_t last_row = (hi - 1) / per_row, last_end = ((hi - 1) % per_row + 1) * TITER_BLOCK;
+  int64_t idx[DISP_TITER_MAX_DIMS], inner[DISP_TITER_MAX_OPS];
+  char *rp[DISP_TITER_MAX_OPS], *ptr[DISP_TITER_MAX_OPS];
+  for (int k = 0; k < p->nops; k++) {
+    rp[k] = p->data[k];
+    inner[k] = p->st[k][0];
   }
-  int64_t idx[DISP_TITER_MAX_DIMS] = {0};
+  int64_t r = row;
+  for (int d = 1; d < p->m; d++) {
+    idx[d] = r % p->sh[d];
+    r /= p->sh[d];
+    for (int k = 0; k < p->nops; k++) rp[k] += idx[d] * p->st[k][d];
+  }
   for (;;) {
-    loop(ptr, inner, sh[0], ctx);
-    int d = 1;
-    for (; d < m; d++) {
-      for (int k = 0; k < nops; k++) ptr[k] += st[k][d];
-      if (++idx[d] < sh[d]) break;
-      for (int k = 0; k < nops; k++) ptr[k] -= st[k][d] * sh[d];
+    int64_t end = row == last_row && last_end < row_len ? last_end : row_len;
+    for (int k = 0; k < p->nops; k++) ptr[k] = rp[k] + col * inner[k];
+    p->loop(ptr, inner, end - col, p->ctx);
+    if (row++ == last_row) return;
+    col = 0;
+    for (int d = 1; d < p->m; d++) {
+      for (int k = 0; k < p->nops; k++) rp[k] += p->st[k][d];
+      if (++idx[d] < p->sh[d]) break;
+      for (int k = 0; k < p->nops; k++) rp[k] -= p->st[k][d] * p->sh[d];
       idx[d] = 0;
     }
-    if (d == m) return;
   }
+}
+
+void disp__titer_loop_raw(int nops, char **data, const int64_t *strides, const int64_t *shape, int ndim,
+                          disp_titer_loop loop, const void *ctx) {
+  walk_plan p;
+  if (!plan_loop(&p, nops, data, strides, shape, ndim)) return;
+  p.loop = loop;
+  p.ctx = ctx;
+  int64_t rows = 1, per_row = (p.sh[0] + TITER_BLOCK - 1) / TITER_BLOCK;
+  for (int d = 1; d < p.m; d++) rows *= p.sh[d];
+  int64_t blocks = rows * per_row, total = rows * p.sh[0];
+  int split = total > DISP_GRAIN_SIZE;
+  for (int d = 0; d < p.m && split; d++) split = p.st[0][d] != 0;
+  if (!split) {
+    walk_blocks(0, blocks, &p);
+    return;
+  }
+  /* the grain in blocks: about DISP_GRAIN_SIZE elements whatever the row length */
+  int64_t grain = (int64_t)((double)DISP_GRAIN_SIZE * (double)blocks / (double)total);
+  disp__parallel_for(0, blocks, grain > 0 ? grain : 1, walk_blocks, &p);
+}
+
+void disp__titer_loop_flat(int nops, char **data, const int64_t *strides, int64_t n, disp_titer_loop loop,
+                           const void *ctx) {
+  if (n <= DISP_GRAIN_SIZE) loop(data, strides, n, ctx);
+  else disp__titer_loop_raw(nops, data, strides, &n, 1, loop, ctx);
 }
 
 static char *data_of(const disp_tensor *t) {
   char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
   return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
-}
-
-typedef struct copy_ctx { disp_dtype dst, src; size_t isz; } copy_ctx;
-
-static void copy_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
-  const copy_ctx *c = ctx;
-  char *o = d[0];
-  const char *in = d[1];
-  if (c->dst == c->src) {
-    if (s[0] == (int64_t)c->isz && s[1] == (int64_t)c->isz) {
-      memcpy(o, in, (size_t)n * c->isz);
-      return;
-    }
-    for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) memcpy(o, in, c->isz);
-    return;
-  }
-  for (int64_t i = 0; i < n; i++, o += s[0], in += s[1]) disp__convert_elem(o, c->dst, in, c->src);
 }
 
 /* Byte strides of t over `shape` (right-aligned, broadcast dims 0). */
@@ -320,13 +368,11 @@ static void bcast_strides(const disp_tensor *t, const int64_t *shape, int ndim, 
 
 disp_status disp__titer_copy(disp_tensor *dst, disp_tensor *src) {
   if (dst->numel == 0 || dst->device.type != DISP_BACKEND_CPU) return DISP_OK;
-  copy_ctx c = {dst->dtype, src->dtype, disp_dtype_itemsize(dst->dtype)};
   int nd = dst->ndim;
   int64_t strides[2 * DISP_TITER_MAX_DIMS];
   bcast_strides(dst, dst->sizes, nd, strides);
   bcast_strides(src, dst->sizes, nd, strides + nd);
-  char *data[2] = {data_of(dst), data_of(src)};
-  disp__titer_loop_raw(2, data, strides, dst->sizes, nd, copy_loop, &c);
+  disp__ew_copy_bytes(data_of(dst), dst->dtype, data_of(src), src->dtype, strides, dst->sizes, nd);
   return DISP_OK;
 }
 
@@ -367,7 +413,7 @@ disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const
   if (fast) {
     int64_t s[DISP_TITER_MAX_OPS];
     for (int k = 0; k <= nin; k++) s[k] = (int64_t)disp_dtype_itemsize(ops[k]->dtype);
-    loop(data, s, out->numel, ctx);
+    disp__titer_loop_flat(nin + 1, data, s, out->numel, loop, ctx);
   } else {
     int nd = out->ndim;
     int64_t strides[DISP_TITER_MAX_OPS * DISP_TITER_MAX_DIMS];
@@ -476,7 +522,7 @@ disp_status disp__pointwise(const char *op, const char *kname, int mode, disp_te
           data[k + 1] = data_of(ins[k]);
           s[k + 1] = isz;
         }
-        loop(data, s, out->numel, c);
+        disp__titer_loop_flat(nin + 1, data, s, out->numel, loop, c);
       }
       *ret = out;
       return DISP_OK;

@@ -21,7 +21,11 @@
 #define DISP_TITER_MAX_OPS 5
 #define DISP_TITER_MAX_DIMS DISP_TENSOR_MAX_DIMS
 
-/* The inner loop: n elements; data[k] and strides[k] (bytes) per operand. */
+/* The inner loop: n elements; data[k] and strides[k] (bytes) per operand.
+ * On large loops it runs on several threads at once, on pieces of a run
+ * that start at multiples of 64 elements from the run's start (Note
+ * [Parallel pointwise] in tensor_iter.c): a vector body cut only there
+ * gives the same values at any thread count. */
 typedef void (*disp_titer_loop)(char **data, const int64_t *strides, int64_t n, const void *ctx);
 
 /* Per-call constants of an inner loop (alpha, clamp bounds, ...), given
@@ -96,9 +100,21 @@ disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const
 
 /* The raw loop: nops operands over `shape` (ndim dims), strides in bytes,
  * nops * ndim of them (operand-major). Orders dims by operand 0's strides,
- * coalesces, and calls loop on the innermost runs. */
+ * coalesces, and calls loop on the innermost runs. Operand 0 is the one
+ * written: when it moves on every dim and the loop has more than
+ * DISP_GRAIN_SIZE elements, the runs are split across disp__parallel_for's
+ * threads (Note [Parallel pointwise] in tensor_iter.c: identical results
+ * at any thread count); a stride 0 of operand 0 (a reduction into it)
+ * keeps the loop on the calling thread, so any other written operand must
+ * have operand 0's stride-0 dims. loop and ctx must then be thread-safe
+ * (ctx is only read). */
 void disp__titer_loop_raw(int nops, char **data, const int64_t *strides, const int64_t *shape, int ndim,
                           disp_titer_loop loop, const void *ctx);
+
+/* loop over n elements of one dimension (strides[k] per operand): called
+ * directly when small, else through disp__titer_loop_raw's threads. */
+void disp__titer_loop_flat(int nops, char **data, const int64_t *strides, int64_t n, disp_titer_loop loop,
+                           const void *ctx);
 
 /* dst[...] = src[...] converting dtypes, equal shapes, any strides (CPU). */
 disp_status disp__titer_copy(disp_tensor *dst, disp_tensor *src);
