@@ -3,7 +3,9 @@
 // nothing else in libdispatch depends on it.
 //
 //   dispatch_torch                      ns/call table
-//   dispatch_torch --case NAME --iters N   one case (run under callgrind by bench/dispatch)
+//   dispatch_torch --case NAME --iters N   one case (run under callgrind by bench/dispatch):
+//                                          two warm-up calls, then N in a callgrind region
+//                                          (cg_region.h), so --instr-atstart=no counts only them
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -13,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+
+#include "cg_region.h"
 
 namespace {
 
@@ -80,7 +84,13 @@ double median_ns(const char *name) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc == 5 && !strcmp(argv[1], "--case")) return run(argv[2], std::atol(argv[4])) ? 1 : 0;
+  if (argc == 5 && !strcmp(argv[1], "--case")) {
+    if (run(argv[2], 2)) return 1;
+    CG_REGION_BEGIN();
+    run(argv[2], std::atol(argv[4]));
+    CG_REGION_END(argv[2]);
+    return 0;
+  }
   for (const char *c : {"floor", "unboxed_1", "unboxed_2", "boxed_builtin"})
     std::printf("%s %.1f\n", c, median_ns(c));
   return 0;
