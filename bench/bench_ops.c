@@ -65,12 +65,13 @@ static const ops_case cases[] = {
 };
 enum { NCASES = sizeof cases / sizeof *cases };
 /* Names the twin shares; iterations for a few ms a timed run; callgrind calls. */
+#define SPEC(name, iters, cg_iters) {name, iters, cg_iters, NULL}
 static const bench_spec specs[NCASES] = {
-    {"add_1", 20000, 1000},     {"add_1k", 5000, 100},      {"add_100k", 200, 10},
-    {"add_1M", 20, 2},          {"add_10M", 1, 0},          {"relu_1M", 20, 2},
-    {"softmax_1M", 3, 1},       {"sum_1M", 20, 2},          {"conv2d_1_32", 1, 1},
-    {"conv2d_32_64", 1, 0},     {"mm_64", 1000, 20},        {"mm_256", 20, 1},
-    {"mm_64_portable", 100, 0}, {"mm_256_portable", 1, 0},
+    SPEC("add_1", 20000, 1000),     SPEC("add_1k", 5000, 100),    SPEC("add_100k", 200, 10),
+    SPEC("add_1M", 20, 2),          SPEC("add_10M", 1, 0),        SPEC("relu_1M", 20, 2),
+    SPEC("softmax_1M", 3, 1),       SPEC("sum_1M", 20, 2),        SPEC("conv2d_1_32", 1, 1),
+    SPEC("conv2d_32_64", 1, 0),     SPEC("mm_64", 1000, 20),      SPEC("mm_256", 20, 1),
+    SPEC("mm_64_portable", 100, 0), SPEC("mm_256_portable", 1, 0),
 };
 
 /* The operands of the case run last (one case's at a time: add_10M's are 80 MB). */
@@ -167,30 +168,6 @@ static void print_times(const char *threads, const double *ours, const double *t
   }
 }
 
-static void print_counts(void) {
-  char self[4096];
-  double ins[NCASES], tins[NCASES];
-  if (!bench_have_valgrind() || bench_self_exe(self, sizeof self)) {
-    printf("(valgrind not found: no instruction counts)\n");
-    return;
-  }
-  bench_callgrind(self, specs, NCASES, ins);
-  if (!twin || bench_callgrind(twin, specs, NCASES, tins))
-    for (int k = 0; k < NCASES; k++) tins[k] = -1;
-  printf("instructions per call (callgrind, only the measured loop; 1 thread, OPENBLAS_NUM_THREADS=1)\n");
-  printf("%-16s %14s %14s %8s\n", "case", "ours", "libtorch", "ratio");
-  for (int k = 0; k < NCASES; k++) {
-    char a[32], b[32], r[32];
-    if (ins[k] < 0) continue;
-    bench_cell(a, sizeof a, "%.0f", ins[k]);
-    bench_cell(b, sizeof b, "%.0f", tins[k]);
-    bench_cell(r, sizeof r, "%.2fx", tins[k] > 0 ? tins[k] / ins[k] : -1);
-    printf("%-16s %14s %14s %8s\n", specs[k].name, a, b, r);
-  }
-  printf("\nratio = libtorch instructions / ours. Counted at one thread: under callgrind threads take turns,\n"
-         "and an idle pool's spin-waits would be counted as work.\n");
-}
-
 int main(int argc, char **argv) {
   int child = bench_child_main(argc, argv, run);
   if (child >= 0) return child;
@@ -211,7 +188,7 @@ int main(int argc, char **argv) {
          "copy/el and copy GB/s: one thread's memcpy of one float32 per element (add reads two and writes\n"
          "one; relu and softmax read one and write one; sum reads one).\n"
          "conv2d: padding 1, stride 1, bias, 28x28 out. *_portable have no libtorch side.\n\n");
-  print_counts();
+  bench_print_counts(twin, specs, NCASES, "call");
   for (int j = 0; j < 3; j++) disp_tensor_release(operand[j]);
   disp_shutdown();
   return 0;

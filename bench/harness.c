@@ -161,13 +161,34 @@ int bench_callgrind(const char *exe, const bench_spec *specs, int n, double *ins
   return st == 0 ? 0 : -1;
 }
 
-int bench_have_valgrind(void) { return system("valgrind --version >/dev/null 2>&1") == 0; }
+const char *bench_label(const bench_spec *s) { return s->label ? s->label : s->name; }
 
-int bench_self_exe(char *buf, size_t size) {
-  ssize_t len = readlink("/proc/self/exe", buf, size - 1);
-  if (len <= 0) return -1;
-  buf[len] = '\0';
-  return 0;
+void bench_print_counts(const char *twin, const bench_spec *specs, int n, const char *what) {
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  double *ins = malloc(sizeof *ins * (size_t)(n > 0 ? n : 1)), *tins = malloc(sizeof *tins * (size_t)(n > 0 ? n : 1));
+  if (len <= 0 || !ins || !tins || system("valgrind --version >/dev/null 2>&1") != 0) {
+    printf("(valgrind not found: no instruction counts)\n");
+    free(ins), free(tins);
+    return;
+  }
+  self[len] = '\0';
+  bench_callgrind(self, specs, n, ins);
+  if (!twin || bench_callgrind(twin, specs, n, tins))
+    for (int i = 0; i < n; i++) tins[i] = -1;
+  printf("instructions per %s (callgrind, only the measured loop; 1 thread, OPENBLAS_NUM_THREADS=1)\n", what);
+  printf("%-16s %14s %14s %8s\n", "case", "ours", "libtorch", "ratio");
+  for (int i = 0; i < n; i++) {
+    char a[32], b[32], r[32];
+    if (ins[i] < 0) continue;
+    bench_cell(a, sizeof a, "%.0f", ins[i]);
+    bench_cell(b, sizeof b, "%.0f", tins[i]);
+    bench_cell(r, sizeof r, "%.2fx", tins[i] > 0 ? tins[i] / ins[i] : -1);
+    printf("%-16s %14s %14s %8s\n", bench_label(&specs[i]), a, b, r);
+  }
+  printf("\nratio = libtorch instructions / ours. Counted at one thread: under callgrind threads take turns,\n"
+         "and an idle pool's spin-waits would be counted as work.\n");
+  free(ins), free(tins);
 }
 
 double bench_copy_ns(size_t bytes) {

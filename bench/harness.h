@@ -38,12 +38,17 @@
 typedef int (*bench_run_fn)(const char *name, long iters);
 
 /* One case as the children see it: its name, calls per timed run, calls
- * counted under callgrind (0: not counted). */
+ * counted under callgrind (0: not counted); label: how tables show it
+ * (NULL: the name). */
 typedef struct bench_spec {
   const char *name;
   long iters;
   long cg_iters;
+  const char *label;
 } bench_spec;
+
+/* The label of `s` for tables. */
+const char *bench_label(const bench_spec *s);
 
 /* A monotonic clock in nanoseconds. */
 double bench_now_ns(void);
@@ -94,12 +99,10 @@ int bench_twin_times(const char *twin, int threads, const bench_spec *specs, int
  * when valgrind or the program failed. */
 int bench_callgrind(const char *exe, const bench_spec *specs, int n, double *ins);
 
-/* 1 when `valgrind` runs. */
-int bench_have_valgrind(void);
-
-/* This program's path in buf (for running itself under callgrind);
- * 0, or -1 when it cannot be read. */
-int bench_self_exe(char *buf, size_t size);
+/* Prints the instruction table: per counted case, ours (this program,
+ * under bench_callgrind) and the twin's (NULL: none), with the ratio;
+ * `what` names a call ("call", "forward"). Prints a note without valgrind. */
+void bench_print_counts(const char *twin, const bench_spec *specs, int n, const char *what);
 
 /* ns for one memcpy of `bytes` between warm buffers: the median of 7 runs,
  * each the mean over enough copies to take about 2 ms; -1 without memory.

@@ -29,22 +29,21 @@
 #include "harness.h"
 
 typedef struct mlp_size {
-  const char *label;
   int64_t in, hidden, out, batch;
   double goal; /* issue 9: libtorch time / ours at least this */
 } mlp_size;
 
 enum { NSIZES = 3 };
 static const mlp_size sizes[NSIZES] = {
-    {"16-32-4 b8", 16, 32, 4, 8, 5.0},
-    {"64-128-10 b32", 64, 128, 10, 32, 2.0},
-    {"784-256-10 b128", 784, 256, 10, 128, 1.2},
+    {16, 32, 4, 8, 5.0},
+    {64, 128, 10, 32, 2.0},
+    {784, 256, 10, 128, 1.2},
 };
 /* Names the twin shares; iterations for about 10 ms a timed run. */
 static const bench_spec specs[NSIZES] = {
-    {"mlp_16_32_4_b8", 3000, 300},
-    {"mlp_64_128_10_b32", 300, 30},
-    {"mlp_784_256_10_b128", 20, 3},
+    {"mlp_16_32_4_b8", 3000, 300, "16-32-4 b8"},
+    {"mlp_64_128_10_b32", 300, 30, "64-128-10 b32"},
+    {"mlp_784_256_10_b128", 20, 3, "784-256-10 b128"},
 };
 
 /* x, w1, b1, w2, b2 per size, made on first use. */
@@ -114,7 +113,7 @@ static void print_times(const char *threads, const double *ours, const double *t
     bench_cell(b, sizeof b, "%.2f", theirs[k] < 0 ? -1 : theirs[k] / 1e3);
     bench_cell(r, sizeof r, "%.2fx", ratio);
     snprintf(goal, sizeof goal, ">= %gx", sizes[k].goal);
-    printf("%-16s %-9s %10s %12s %8s %8s  %s\n", sizes[k].label, threads, a, b, r, goal,
+    printf("%-16s %-9s %10s %12s %8s %8s  %s\n", specs[k].label, threads, a, b, r, goal,
            ratio < 0 ? "-" : ratio >= sizes[k].goal ? "PASS" : "MISS");
   }
 }
@@ -132,26 +131,7 @@ int main(int argc, char **argv) {
 
   printf("ratio = libtorch us / ours; targets from issue 9.\n\n");
 
-  char self[4096];
-  double ins[NSIZES], tins[NSIZES];
-  if (!bench_have_valgrind() || bench_self_exe(self, sizeof self)) {
-    printf("(valgrind not found: no instruction counts)\n");
-    return 0;
-  }
-  bench_callgrind(self, specs, NSIZES, ins);
-  if (!twin || bench_callgrind(twin, specs, NSIZES, tins))
-    for (int k = 0; k < NSIZES; k++) tins[k] = -1;
-  printf("instructions per forward (callgrind, only the measured loop; 1 thread, OPENBLAS_NUM_THREADS=1)\n");
-  printf("%-16s %12s %14s %8s\n", "size", "ours", "libtorch", "ratio");
-  for (int k = 0; k < NSIZES; k++) {
-    char a[32], b[32], r[32];
-    bench_cell(a, sizeof a, "%.0f", ins[k]);
-    bench_cell(b, sizeof b, "%.0f", tins[k]);
-    bench_cell(r, sizeof r, "%.2fx", ins[k] > 0 && tins[k] > 0 ? tins[k] / ins[k] : -1);
-    printf("%-16s %12s %14s %8s\n", sizes[k].label, a, b, r);
-  }
-  printf("\nratio = libtorch instructions / ours. Threads are counted at one: under callgrind threads take\n"
-         "turns, and an idle pool's spin-waits would be counted as work.\n");
+  bench_print_counts(twin, specs, NSIZES, "forward");
   for (int k = 0; k < NSIZES; k++)
     for (int i = 0; i < 5; i++) disp_tensor_release(params[k][i]);
   disp_shutdown();
