@@ -171,11 +171,9 @@ static void print_times(const char *threads, const double *ours, const double *t
 int main(int argc, char **argv) {
   int child = bench_child_main(argc, argv, run);
   if (child >= 0) return child;
-  bench_print_machine("libdispatch operator benchmark (float32, CPU) beside libtorch");
-  printf(twin ? "libtorch: bench/ops_torch, the same cases under c10::InferenceMode, same OpenBLAS\n"
-              : "libtorch not built (no libtorch-dev when configured): our side only\n");
-  printf("ns/call: best of 5 rounds alternating between the sides, each the median of 7 runs%s\n\n",
-         disp__gemm_have_blas() ? "" : "; built without CBLAS: mm_64/mm_256 are the portable kernel too");
+  bench_print_header("libdispatch operator benchmark (float32, CPU) beside libtorch", twin,
+                     "bench/ops_torch, the same cases under c10::InferenceMode");
+  printf("%s\n", disp__gemm_have_blas() ? "" : "(built without CBLAS: mm_64/mm_256 are the portable kernel too)\n");
   for (int k = 0; k < NCASES; k++) {
     double n = elements(&cases[k]);
     copy_ns[k] = n > 0 ? bench_copy_ns(4 * (size_t)n) : -1;

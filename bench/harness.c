@@ -37,7 +37,7 @@ double bench_median_ns(bench_run_fn run, const char *name, long iters) {
   return runs[RUNS / 2];
 }
 
-void bench_print_machine(const char *title) {
+void bench_print_header(const char *title, const char *twin, const char *twin_what) {
   char model[256] = "unknown", line[512];
   FILE *f = fopen("/proc/cpuinfo", "r");
   while (f && fgets(line, sizeof line, f)) {
@@ -51,6 +51,9 @@ void bench_print_machine(const char *title) {
   printf("%s\n", title);
   printf("machine: %s, %ld cores online; libdispatch %s, CPU capability %s, default threads %d\n", model,
          sysconf(_SC_NPROCESSORS_ONLN), disp_version_string(), disp_cpu_capability(), disp_get_num_threads());
+  if (twin) printf("libtorch: %s, same OpenBLAS\n", twin_what);
+  else printf("libtorch not built (no libtorch-dev when configured, or DISP_BENCH_LIBTORCH off): our side only\n");
+  printf("times: best of 5 rounds alternating between the sides, each the median of 7 runs\n");
 }
 
 /* Splits "NAME:ITERS" into name (in buf) and iters; 0 or -1. */

@@ -58,8 +58,10 @@ double bench_now_ns(void);
 double bench_median_ns(bench_run_fn run, const char *name, long iters);
 
 /* Prints `title`, then the CPU model (/proc/cpuinfo), the online cores,
- * disp_cpu_capability() and our default thread count. */
-void bench_print_machine(const char *title);
+ * disp_cpu_capability() and our default thread count, then what the twin
+ * is (`twin_what`) or that it was not built (twin NULL), and the timing
+ * method. */
+void bench_print_header(const char *title, const char *twin, const char *twin_what);
 
 /* Handles `--threads N --count NAME:ITERS...` (see above) with `run`.
  * Returns the exit status for main, or -1 when argv is not that command. */

@@ -121,10 +121,9 @@ static void print_times(const char *threads, const double *ours, const double *t
 int main(int argc, char **argv) {
   int child = bench_child_main(argc, argv, run);
   if (child >= 0) return child;
-  bench_print_machine("libdispatch MLP forward (linear, relu, linear, log_softmax dim 1; float32) beside libtorch");
-  printf(twin ? "libtorch: bench/mlp_torch, at::linear/relu/log_softmax under c10::InferenceMode, same OpenBLAS\n"
-              : "libtorch not built (no libtorch-dev when configured): our side only\n");
-  printf("us per forward: best of 5 rounds alternating between the sides, each the median of 7 runs\n\n");
+  bench_print_header("libdispatch MLP forward (linear, relu, linear, log_softmax dim 1; float32) beside libtorch",
+                     twin, "bench/mlp_torch, at::linear/relu/log_softmax under c10::InferenceMode");
+  printf("\n");
   printf("%-16s %-9s %10s %12s %8s %8s  %s\n", "size", "threads", "ours us", "libtorch us", "ratio", "target",
          "result");
   if (bench_race_all(run, twin, specs, NSIZES, print_times)) return 1;
