@@ -1,223 +1,193 @@
 /*
  * bench_ops - what built-in operators cost through the dispatcher, beside
- * libtorch:
- *   add_1          disp_aten_add_Tensor on 1-element float32 tensors (dispatch-bound)
- *   mm_64, mm_256  disp_aten_mm on float32 squares, through CBLAS when the
- *                  build has it (libtorch links the same Debian OpenBLAS)
- *   *_portable     the same with the portable C kernel (no libtorch twin)
+ * libtorch, float32 on the CPU:
+ *   add_1                  disp_aten_add_Tensor on 1-element tensors (dispatch-bound)
+ *   add_1k ... add_10M     add of two contiguous vectors of 1e3, 1e5, 1e6, 1e7 elements
+ *   relu_1M, sum_1M        a 1e6-element vector (sum: to one element)
+ *   softmax_1M             softmax over the last dim of [1000, 1000]
+ *   conv2d_1_32            conv2d, batch 64, 28x28, 3x3, 1 -> 32 channels, stride 1,
+ *   conv2d_32_64             padding 1 (28x28 out), with bias; and 32 -> 64
+ *   mm_64, mm_256          disp_aten_mm on squares, through CBLAS when the build
+ *                          has it (libtorch links the same Debian OpenBLAS)
+ *   *_portable             mm with the portable C kernel (no libtorch twin)
  *
- * ns/call is the median of 7 runs. Machines here are noisy, so the two
- * sides are measured alternately, five rounds, and each keeps its best
- * median: a burst of load then hurts one round, not one side. Instruction
- * counts come from callgrind (two runs of different lengths, differenced),
- * which noise does not move.
+ * Every case runs at 1 thread and at the default threads, both sides the
+ * same setting, timed as harness.h says (alternating rounds, best of 5,
+ * each the median of 7 runs). Pointwise cases also print ns per element
+ * beside a single-thread memcpy of the same bytes (one float32 per element;
+ * add moves three per element, relu two), so the distance to the memory
+ * limit shows. Then instructions per call from callgrind for the cheaper
+ * cases, only the measured loop, every pool at one thread.
  *
  * libtorch's side is bench/ops_torch, built when bench/CMakeLists.txt found
- * libtorch; without it the issue's reference figures for libtorch 1.13 on
- * this kind of machine stand in (add 1.4-1.8 us and 5300-5950 instructions,
- * mm 256 12 ms with the reference BLAS).
+ * libtorch; without it only our side is printed.
  *
- *   bench_ops                          the table
- *   bench_ops --case NAME --iters N    run one case (used under callgrind)
+ *   bench_ops                                  the tables (about three minutes)
+ *   bench_ops --threads N --count NAME:ITERS   cases under callgrind (harness.h)
  */
-#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <disp.h>
 
 #include "gemm.h"
+#include "harness.h"
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+typedef enum op_kind { OP_ADD, OP_MM, OP_RELU, OP_SOFTMAX, OP_SUM, OP_CONV } op_kind;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+typedef struct ops_case {
+  op_kind op;
+  int portable;        /* mm through the portable kernel */
+  int rank[3];         /* operands: input, other/weight, bias (rank 0: none) */
+  int64_t shape[3][4];
+  double goal;         /* libtorch time / ours at least this; 0: no libtorch side */
+} ops_case;
 
-static disp_tensor *filled(int64_t r, int64_t c) {
-  int64_t sz[2] = {r, c};
+#define VEC(n) {1, 1, 0}, {{n}, {n}}
+#define SQUARE(n) {2, 2, 0}, {{n, n}, {n, n}}
+static const ops_case cases[] = {
+    {OP_ADD, 0, VEC(1), 5},
+    {OP_ADD, 0, VEC(1000), 1},
+    {OP_ADD, 0, VEC(100000), 1},
+    {OP_ADD, 0, VEC(1000000), 1},
+    {OP_ADD, 0, VEC(10000000), 1},
+    {OP_RELU, 0, {1, 0, 0}, {{1000000}}, 1},
+    {OP_SOFTMAX, 0, {2, 0, 0}, {{1000, 1000}}, 1},
+    {OP_SUM, 0, {1, 0, 0}, {{1000000}}, 1},
+    {OP_CONV, 0, {4, 4, 1}, {{64, 1, 28, 28}, {32, 1, 3, 3}, {32}}, 1},
+    {OP_CONV, 0, {4, 4, 1}, {{64, 32, 28, 28}, {64, 32, 3, 3}, {64}}, 1},
+    {OP_MM, 0, SQUARE(64), 1},
+    {OP_MM, 0, SQUARE(256), 1},
+    {OP_MM, 1, SQUARE(64), 0},
+    {OP_MM, 1, SQUARE(256), 0},
+};
+enum { NCASES = sizeof cases / sizeof *cases };
+/* Names the twin shares; iterations for a few ms a timed run; callgrind calls. */
+#define SPEC(name, iters, cg_iters) {name, iters, cg_iters, NULL}
+static const bench_spec specs[NCASES] = {
+    SPEC("add_1", 20000, 1000),     SPEC("add_1k", 5000, 100),    SPEC("add_100k", 200, 10),
+    SPEC("add_1M", 20, 2),          SPEC("add_10M", 1, 0),        SPEC("relu_1M", 20, 2),
+    SPEC("softmax_1M", 3, 1),       SPEC("sum_1M", 20, 2),        SPEC("conv2d_1_32", 1, 1),
+    SPEC("conv2d_32_64", 1, 0),     SPEC("mm_64", 1000, 20),      SPEC("mm_256", 20, 1),
+    SPEC("mm_64_portable", 100, 0), SPEC("mm_256_portable", 1, 0),
+};
+
+/* The operands of the case run last (one case's at a time: add_10M's are 80 MB). */
+static int current = -1;
+static disp_tensor *operand[3];
+
+/* A new float32 CPU tensor of `shape`, values in [-0.75, 0.75]. */
+static disp_tensor *filled(const int64_t *shape, int rank) {
   disp_tensor *t = NULL;
-  if (disp_tensor_empty(sz, 2, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &t) != DISP_OK) {
-    fprintf(stderr, "bench_ops: %s\n", disp_last_error());
-    exit(1);
-  }
+  if (disp_tensor_empty(shape, rank, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &t) !=
+      DISP_OK)
+    return NULL;
   float *p = disp_tensor_data_ptr(t);
-  for (int64_t i = 0; i < r * c; i++) p[i] = (float)((i * 7) % 13) / 8.0f;
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= shape[d];
+  for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 7) % 13 - 6) / 8.0f;
   return t;
 }
 
-typedef struct bench_case {
-  const char *name;
-  int n;          /* 1 for add, the matrix side for mm */
-  int portable;   /* mm through the portable kernel */
-  long iters;     /* calls per timed run */
-  long cg_iters;  /* calls in the shorter callgrind run (0: no count) */
-  double ref_ns;  /* libtorch 1.13 reference when not measured (0: none) */
-  double ref_ins;
-  const char *target;
-} bench_case;
-
-static const bench_case cases[] = {
-    {"add_1", 1, 0, 200000, 1000, 1400, 5300, ">= 5x"},
-    {"mm_64", 64, 0, 2000, 0, 0, 0, ">= 1x"},
-    {"mm_256", 256, 0, 40, 0, 12e6, 0, ">= 1x"},
-    {"mm_64_portable", 64, 1, 200, 0, 0, 0, "-"},
-    {"mm_256_portable", 256, 1, 4, 0, 12e6, 0, "-"},
-};
-enum { NCASES = sizeof cases / sizeof *cases };
-
-static const bench_case *case_named(const char *name) {
-  for (int i = 0; i < NCASES; i++)
-    if (!strcmp(cases[i].name, name)) return &cases[i];
-  return NULL;
+static int select_case(int k) {
+  if (current == k) return 0;
+  for (int j = 0; j < 3; j++) disp_tensor_release(operand[j]), operand[j] = NULL;
+  current = k;
+  for (int j = 0; j < 3; j++)
+    if (cases[k].rank[j] && !(operand[j] = filled(cases[k].shape[j], cases[k].rank[j]))) return -1;
+  return 0;
 }
 
-/* Runs `c` `iters` times; exits with the library's message on an error. */
-static disp_tensor *x, *y; /* the operands of the last case run, `side` square */
-static int side;
+static disp_status call(const ops_case *c, disp_tensor **out) {
+  static const int64_t one[2] = {1, 1};
+  disp_int_list ones = {one, 2};
+  disp_tensor *x = operand[0], *y = operand[1];
+  switch (c->op) {
+  case OP_ADD: return disp_aten_add_Tensor(x, y, disp_scalar_int(1), out);
+  case OP_MM: return disp_aten_mm(x, y, out);
+  case OP_RELU: return disp_aten_relu(x, out);
+  case OP_SOFTMAX: return disp_aten_softmax_int(x, -1, -1, out);
+  case OP_SUM: return disp_aten_sum(x, -1, out);
+  case OP_CONV: return disp_aten_conv2d(x, y, operand[2], ones, ones, ones, 1, out);
+  }
+  return DISP_ERR_INVALID_ARG;
+}
 
-static void run_case(const bench_case *c, long iters) {
-  disp_tensor *out = NULL;
+static int run(const char *name, long iters) {
+  int k = 0;
+  while (k < NCASES && strcmp(specs[k].name, name)) k++;
+  if (k == NCASES || select_case(k)) return -1;
+  disp__gemm_force_portable(cases[k].portable);
   disp_status st = DISP_OK;
-  if (side != c->n) {
-    disp_tensor_release(x), disp_tensor_release(y);
-    x = filled(c->n, c->n), y = filled(c->n, c->n), side = c->n;
-  }
-  disp__gemm_force_portable(c->portable);
   for (long i = 0; i < iters && st == DISP_OK; i++) {
-    st = c->n == 1 ? disp_aten_add_Tensor(x, y, disp_scalar_int(1), &out) : disp_aten_mm(x, y, &out);
-    if (st == DISP_OK) disp_tensor_release(out);
+    disp_tensor *out = NULL;
+    st = call(&cases[k], &out);
+    disp_tensor_release(out);
   }
-  if (st != DISP_OK) {
-    fprintf(stderr, "bench_ops %s: %s\n", c->name, disp_last_error());
-    exit(1);
-  }
+  disp__gemm_force_portable(0);
+  if (st == DISP_OK) return 0;
+  fprintf(stderr, "bench_ops %s: %s\n", name, disp_last_error());
+  return -1;
 }
 
-static double median_ns(const bench_case *c) {
-  double runs[7];
-  run_case(c, c->iters / 10 + 1); /* warm caches and the allocator */
-  for (int r = 0; r < 7; r++) {
-    double t0 = now_ns();
-    run_case(c, c->iters);
-    runs[r] = (now_ns() - t0) / (double)c->iters;
-  }
-  qsort(runs, 7, sizeof *runs, cmp_double);
-  return runs[3];
-}
-
-/* Runs `cmd` and returns the last number on a line starting with `key`, or -1. */
-static double read_number(const char *cmd, const char *key) {
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  char line[512];
-  double v = -1;
-  while (fgets(line, sizeof line, p)) {
-    char *at = strstr(line, key);
-    if (at) v = atof(at + strlen(key));
-  }
-  return pclose(p) == 0 ? v : -1;
-}
-
-/* Instructions per call of `exe --case NAME`: two callgrind runs, differenced. */
-static double callgrind_ins(const char *exe, const bench_case *c) {
-  double counts[2];
-  for (int k = 0; k < 2; k++) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' --case %s --iters %ld 2>&1", exe,
-             c->name, c->cg_iters * (k ? 21 : 1));
-    counts[k] = read_number(cmd, "Collected :");
-    if (counts[k] < 0) return -1;
-  }
-  return (counts[1] - counts[0]) / (double)(c->cg_iters * 20);
+/* Elements for ns/element: the input's, for pointwise cases; 0 otherwise. */
+static double elements(const ops_case *c) {
+  if (c->op == OP_MM || c->op == OP_CONV) return 0;
+  double n = 1;
+  for (int d = 0; d < c->rank[0]; d++) n *= (double)c->shape[0][d];
+  return n;
 }
 
 #ifdef DISP_BENCH_TORCH_EXE
-static double torch_ns(const bench_case *c) {
-  if (c->portable) return -1;
-  char cmd[4096], key[64];
-  snprintf(cmd, sizeof cmd, "'%s' %s", DISP_BENCH_TORCH_EXE, c->name);
-  snprintf(key, sizeof key, "%s ", c->name);
-  return read_number(cmd, key);
-}
+static const char *const twin = DISP_BENCH_TORCH_EXE;
+#else
+static const char *const twin = NULL;
 #endif
 
-static void cell(char *buf, size_t n, const char *fmt, double v) {
-  if (v < 0) snprintf(buf, n, "-");
-  else snprintf(buf, n, fmt, v);
+/* ns for one memcpy of each pointwise case's input bytes (-1: not pointwise). */
+static double copy_ns[NCASES];
+
+/* One row per case at one thread setting. */
+static void print_times(const char *threads, const double *ours, const double *theirs) {
+  for (int k = 0; k < NCASES; k++) {
+    const ops_case *c = &cases[k];
+    double n = elements(c), ratio = theirs[k] > 0 && ours[k] > 0 ? theirs[k] / ours[k] : -1;
+    char a[32], b[32], r[32], goal[32], e[32], te[32], ce[32], gb[32];
+    bench_cell(a, sizeof a, "%.1f", ours[k]);
+    bench_cell(b, sizeof b, "%.1f", theirs[k]);
+    bench_cell(r, sizeof r, "%.2fx", ratio);
+    bench_cell(goal, sizeof goal, ">= %gx", c->goal > 0 ? c->goal : -1);
+    bench_cell(e, sizeof e, "%.3f", n > 0 ? ours[k] / n : -1);
+    bench_cell(te, sizeof te, "%.3f", n > 0 && theirs[k] > 0 ? theirs[k] / n : -1);
+    bench_cell(ce, sizeof ce, "%.3f", n > 0 && copy_ns[k] > 0 ? copy_ns[k] / n : -1);
+    bench_cell(gb, sizeof gb, "%.1f", n > 0 && copy_ns[k] > 0 ? 4 * n / copy_ns[k] : -1);
+    printf("%-16s %-7s %12s %12s %7s %7s %-6s %8s %8s %8s %7s\n", specs[k].name, threads, a, b, r, goal,
+           ratio < 0 || c->goal <= 0 ? "-" : ratio >= c->goal ? "PASS" : "MISS", e, te, ce, gb);
+  }
 }
 
 int main(int argc, char **argv) {
-  if (argc == 5 && !strcmp(argv[1], "--case")) {
-    const bench_case *c = case_named(argv[2]);
-    if (!c) return 1;
-    run_case(c, atol(argv[4]));
-    disp_tensor_release(x), disp_tensor_release(y);
-    disp_shutdown();
-    return 0;
+  int child = bench_child_main(argc, argv, run);
+  if (child >= 0) return child;
+  bench_print_header("libdispatch operator benchmark (float32, CPU) beside libtorch", twin,
+                     "bench/ops_torch, the same cases under c10::InferenceMode");
+  printf("%s\n", disp__gemm_have_blas() ? "" : "(built without CBLAS: mm_64/mm_256 are the portable kernel too)\n");
+  for (int k = 0; k < NCASES; k++) {
+    double n = elements(&cases[k]);
+    copy_ns[k] = n > 0 ? bench_copy_ns(4 * (size_t)n) : -1;
   }
-  char self[4096];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  int have_valgrind = len > 0 && system("valgrind --version >/dev/null 2>&1") == 0;
-  if (len > 0) self[len] = '\0';
-  int have_blas = disp__gemm_have_blas();
+  printf("%-16s %-7s %12s %12s %7s %7s %-6s %8s %8s %8s %7s\n", "case", "threads", "ns/call", "libtorch ns", "ratio",
+         "target", "result", "ns/el", "lt ns/el", "copy/el", "copy GB/s");
+  if (bench_race_all(run, twin, specs, NCASES, print_times)) return 1;
 
-  double ours[NCASES], torch[NCASES];
-  int measured_torch = 0;
-  for (int i = 0; i < NCASES; i++) ours[i] = torch[i] = -1;
-  for (int round = 0; round < 5; round++) {
-    for (int i = 0; i < NCASES; i++) {
-      if (!cases[i].portable && !have_blas && cases[i].n > 1) continue; /* no CBLAS row without CBLAS */
-      double t = median_ns(&cases[i]);
-      if (ours[i] < 0 || t < ours[i]) ours[i] = t;
-#ifdef DISP_BENCH_TORCH_EXE
-      t = torch_ns(&cases[i]);
-      if (t >= 0 && (torch[i] < 0 || t < torch[i])) torch[i] = t, measured_torch = 1;
-#endif
-    }
-  }
-  disp__gemm_force_portable(0);
-
-  printf("libdispatch %s operator benchmark: best of 5 alternating rounds, each the median of 7 runs\n",
-         disp_version_string());
-  printf(measured_torch ? "libtorch measured side by side (bench/ops_torch, same cases, same BLAS)\n\n"
-                        : "libtorch not built: compared with the libtorch 1.13 reference figures of the issue\n\n");
-  printf("%-16s %12s %12s %8s %10s %10s %8s  %s\n", "case", "ns/call", "libtorch ns", "speedup", "ins/call",
-         "libtorch", "ins x", "target");
-  for (int i = 0; i < NCASES; i++) {
-    const bench_case *c = &cases[i];
-    if (ours[i] < 0) continue;
-    double tns = torch[i] >= 0 ? torch[i] : (c->ref_ns > 0 ? c->ref_ns : -1);
-    double ins = -1, tins = c->ref_ins > 0 ? c->ref_ins : -1;
-    if (have_valgrind && c->cg_iters) {
-      ins = callgrind_ins(self, c);
-#ifdef DISP_BENCH_TORCH_EXE
-      double t = callgrind_ins(DISP_BENCH_TORCH_EXE, c);
-      if (t >= 0) tins = t;
-#endif
-    }
-    char a[32], b[32], s[32], d[32], e[32], f[32];
-    cell(a, sizeof a, "%.1f", ours[i]);
-    cell(b, sizeof b, torch[i] >= 0 ? "%.1f" : "%.0f ref", tns);
-    cell(s, sizeof s, "%.2fx", tns >= 0 ? tns / ours[i] : -1);
-    cell(d, sizeof d, "%.0f", ins);
-    cell(e, sizeof e, torch[i] >= 0 || tins < 0 ? "%.0f" : "%.0f ref", tins);
-    cell(f, sizeof f, "%.2fx", ins > 0 && tins > 0 ? tins / ins : -1);
-    printf("%-16s %12s %12s %8s %10s %10s %8s  %s\n", c->name, a, b, s, d, e, f, c->target);
-  }
-  printf("\nspeedup = libtorch ns / ours; ins x = libtorch instructions / ours (callgrind).\n");
-  if (!have_blas) printf("(built without CBLAS: only the portable GEMM rows)\n");
-  if (!have_valgrind) printf("(valgrind not found: no instruction counts)\n");
-  disp_tensor_release(x), disp_tensor_release(y);
+  printf("ratio = libtorch ns / ours; targets from issue 9. ns/el: ns per input element (lt: libtorch);\n"
+         "copy/el and copy GB/s: one thread's memcpy of one float32 per element (add reads two and writes\n"
+         "one; relu and softmax read one and write one; sum reads one).\n"
+         "conv2d: padding 1, stride 1, bias, 28x28 out. *_portable have no libtorch side.\n\n");
+  bench_print_counts(twin, specs, NCASES, "call");
+  for (int j = 0; j < 3; j++) disp_tensor_release(operand[j]);
   disp_shutdown();
   return 0;
 }

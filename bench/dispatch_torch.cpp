@@ -3,16 +3,17 @@
 // nothing else in libdispatch depends on it.
 //
 //   dispatch_torch                      ns/call table
-//   dispatch_torch --case NAME --iters N   one case (run under callgrind by bench/dispatch)
+//   dispatch_torch --case NAME --iters N   one case (run under callgrind by bench/dispatch):
+//                                          two warm-up calls, then N in a callgrind region
+//                                          (cg_region.h), so --instr-atstart=no counts only them
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <string>
+
+#include "twin.h"
 
 namespace {
 
@@ -37,7 +38,8 @@ using Fn1 = at::Tensor (*)(const at::Tensor &);
 Fn1 volatile g_floor = noop1;
 volatile long g_sink;
 
-long run(const char *name, long iters) {
+// Runs case `name` `iters` times; false for an unknown case.
+bool run(const char *name, long iters) {
   at::Tensor a = at::ones({1}), b = at::ones({1});
   static auto op1 = c10::Dispatcher::singleton().findSchemaOrThrow("bench::noop1", "").typed<at::Tensor(const at::Tensor &)>();
   static auto op2 = c10::Dispatcher::singleton()
@@ -59,29 +61,22 @@ long run(const char *name, long iters) {
       stack.clear();
     }
   } else {
-    return -1;
+    return false;
   }
-  return 0;
-}
-
-double median_ns(const char *name) {
-  const long iters = 200000;
-  double runs[7];
-  run(name, iters / 10);
-  for (double &r : runs) {
-    auto t0 = std::chrono::steady_clock::now();
-    run(name, iters);
-    r = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / iters;
-  }
-  std::sort(runs, runs + 7);
-  return runs[3];
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc == 5 && !strcmp(argv[1], "--case")) return run(argv[2], std::atol(argv[4])) ? 1 : 0;
+  if (argc == 5 && !strcmp(argv[1], "--case")) {
+    if (!run(argv[2], 2)) return 1;
+    CG_REGION_BEGIN();
+    run(argv[2], std::atol(argv[4]));
+    CG_REGION_END(argv[2]);
+    return 0;
+  }
   for (const char *c : {"floor", "unboxed_1", "unboxed_2", "boxed_builtin"})
-    std::printf("%s %.1f\n", c, median_ns(c));
+    std::printf("%s %.1f\n", c, twin_median_ns(run, c, 200000));
   return 0;
 }

@@ -1,57 +1,64 @@
-// ops_torch - the libtorch side of bench_ops: the same cases through
-// libtorch (at::add on 1-element float32 tensors, at::mm at 64 and 256).
-// Built only when libtorch is installed; nothing else depends on it.
-//
-//   ops_torch                          one "NAME ns/call" line per case (median of 7 runs)
-//   ops_torch --case NAME --iters N    run one case N times (bench_ops runs it under callgrind)
+// ops_torch - the libtorch side of bench_ops: the same cases (names,
+// shapes, float32) through at::add, at::relu, at::softmax, at::sum,
+// at::conv2d and at::mm under c10::InferenceMode. Built only when libtorch
+// is installed; nothing else depends on it. Command line: twin.h.
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "twin.h"
 
 namespace {
 
-// Runs case `name` `iters` times; false for an unknown case.
-bool run(const char *name, long iters) {
-  if (!strcmp(name, "add_1")) {
-    static at::Tensor a = at::ones({1}), b = at::ones({1});
-    for (long i = 0; i < iters; i++) at::Tensor c = at::add(a, b);
-    return true;
-  }
-  int n = !strcmp(name, "mm_64") ? 64 : !strcmp(name, "mm_256") ? 256 : 0;
-  if (!n) return false;
-  at::Tensor x = at::rand({n, n}), y = at::rand({n, n});
-  for (long i = 0; i < iters; i++) at::Tensor z = at::mm(x, y);
-  return true;
+using Shapes = std::vector<std::vector<int64_t>>;
+using Call = at::Tensor (*)(const std::vector<at::Tensor> &);
+
+struct Case {
+  Shapes shapes;  // operands, in [-0.5, 0.5)
+  Call call;
+};
+
+at::Tensor add(const std::vector<at::Tensor> &t) { return at::add(t[0], t[1]); }
+at::Tensor mm(const std::vector<at::Tensor> &t) { return at::mm(t[0], t[1]); }
+// conv2d: stride 1, padding 1, dilation 1, groups 1, as bench_ops.
+at::Tensor conv(const std::vector<at::Tensor> &t) { return at::conv2d(t[0], t[1], t[2], 1, 1, 1, 1); }
+
+const std::map<std::string, Case> &cases() {
+  static const std::map<std::string, Case> all = {
+      {"add_1", {{{1}, {1}}, add}},
+      {"add_1k", {{{1000}, {1000}}, add}},
+      {"add_100k", {{{100000}, {100000}}, add}},
+      {"add_1M", {{{1000000}, {1000000}}, add}},
+      {"add_10M", {{{10000000}, {10000000}}, add}},
+      {"relu_1M", {{{1000000}}, [](const std::vector<at::Tensor> &t) { return at::relu(t[0]); }}},
+      {"softmax_1M", {{{1000, 1000}}, [](const std::vector<at::Tensor> &t) { return at::softmax(t[0], -1); }}},
+      {"sum_1M", {{{1000000}}, [](const std::vector<at::Tensor> &t) { return at::sum(t[0]); }}},
+      {"conv2d_1_32", {{{64, 1, 28, 28}, {32, 1, 3, 3}, {32}}, conv}},
+      {"conv2d_32_64", {{{64, 32, 28, 28}, {64, 32, 3, 3}, {64}}, conv}},
+      {"mm_64", {{{64, 64}, {64, 64}}, mm}},
+      {"mm_256", {{{256, 256}, {256, 256}}, mm}},
+  };
+  return all;
 }
 
-long iters_of(const char *name) { return !strcmp(name, "add_1") ? 200000 : !strcmp(name, "mm_64") ? 2000 : 40; }
-
-double median_ns(const char *name) {
-  long iters = iters_of(name);
-  double runs[7];
-  run(name, iters / 10 + 1);
-  for (double &r : runs) {
-    auto t0 = std::chrono::steady_clock::now();
-    run(name, iters);
-    r = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / iters;
+bool run(const char *name, long iters) {
+  static std::string current;
+  static std::vector<at::Tensor> operands;  // one case's at a time (add_10M's are 80 MB)
+  auto c = cases().find(name);
+  if (c == cases().end()) return false;
+  c10::InferenceMode guard;
+  if (current != name) {
+    operands.clear();
+    for (const auto &s : c->second.shapes) operands.push_back(at::rand(s) - 0.5);
+    current = name;
   }
-  std::sort(runs, runs + 7);
-  return runs[3];
+  for (long i = 0; i < iters; i++) at::Tensor out = c->second.call(operands);
+  return true;
 }
 
 }  // namespace
 
-int main(int argc, char **argv) {
-  if (argc == 5 && !strcmp(argv[1], "--case")) return run(argv[2], std::atol(argv[4])) ? 0 : 1;
-  if (argc == 2) {  // one case's median only: bench_ops alternates the two sides
-    if (!iters_of(argv[1])) return 1;
-    std::printf("%s %.1f\n", argv[1], median_ns(argv[1]));
-    return 0;
-  }
-  for (const char *c : {"add_1", "mm_64", "mm_256"}) std::printf("%s %.1f\n", c, median_ns(c));
-  return 0;
-}
+int main(int argc, char **argv) { return twin_main(argc, argv, run); }
