@@ -45,30 +45,41 @@ static float row_exp_sum(float *o, const float *x, int64_t len, float mx) {
   return disp__hsum(acc);
 }
 
-static float vlog1(float x) {
-  float t[W];
-  VSTORE(t, VLOG(VSET1(x)));
-  return t[0];
+/* log_softmax of up to W rows: the sums of the rows go through one vector
+ * log (1.13's vec::map(log) over its per-chunk sums), not one call a row;
+ * each lane's log is the same function, so grouping never changes a bit. */
+static void log_rows(float *o, const float *in, int64_t n, int64_t len) {
+  float mx[W], lg[W];
+  for (int64_t k = 0; k < W; k++) lg[k] = 1.0f;
+  for (int64_t k = 0; k < n; k++) {
+    mx[k] = row_max(in + k * len, len);
+    lg[k] = row_exp_sum(NULL, in + k * len, len, mx[k]);
+  }
+  VSTORE(lg, VLOG(VLOAD(lg)));
+  for (int64_t k = 0; k < n; k++) {
+    const float *x = in + k * len;
+    float *y = o + k * len;
+    /* x - max - log(sum), in that order (1.13 keeps it for precision) */
+    const V vm = VSET1(mx[k]), vl = VSET1(lg[k]);
+    int64_t j = 0;
+    for (; j + W <= len; j += W) VSTORE(y + j, VSUB(VSUB(VLOAD(x + j), vm), vl));
+    for (; j < len; j++) y[j] = x[j] - mx[k] - lg[k];
+  }
 }
 
 void DISP_CPU_FN(softmax_lastdim_f32)(float *o, const float *in, int64_t rows, int64_t len, int is_log) {
+  if (is_log) {
+    for (int64_t r = 0; r < rows; r += W) log_rows(o + r * len, in + r * len, rows - r < W ? rows - r : W, len);
+    return;
+  }
   for (int64_t r = 0; r < rows; r++) {
     const float *x = in + r * len;
     float *y = o + r * len;
-    float mx = row_max(x, len);
+    float inv = 1.0f / row_exp_sum(y, x, len, row_max(x, len));
+    const V vi = VSET1(inv);
     int64_t j = 0;
-    if (is_log) {
-      /* x - max - log(sum), in that order (1.13 keeps it for precision) */
-      float lg = vlog1(row_exp_sum(NULL, x, len, mx));
-      const V vm = VSET1(mx), vl = VSET1(lg);
-      for (; j + W <= len; j += W) VSTORE(y + j, VSUB(VSUB(VLOAD(x + j), vm), vl));
-      for (; j < len; j++) y[j] = x[j] - mx - lg;
-    } else {
-      float inv = 1.0f / row_exp_sum(y, x, len, mx);
-      const V vi = VSET1(inv);
-      for (; j + W <= len; j += W) VSTORE(y + j, VMUL(VLOAD(y + j), vi));
-      for (; j < len; j++) y[j] *= inv;
-    }
+    for (; j + W <= len; j += W) VSTORE(y + j, VMUL(VLOAD(y + j), vi));
+    for (; j < len; j++) y[j] *= inv;
   }
 }
 
