@@ -15,8 +15,10 @@
  * (leading 1s), so one im2col serves every rank. Samples of the forward
  * and input grad run on the library's threads, im2col/col2im split over
  * channels, the weight grad's products over rows (gemm.c); every element
- * is summed in the same order at any thread count. Values are computed in
- * float64 (exact for float32/bfloat16 inputs' products) and rounded once.
+ * is summed in the same order at any thread count. float32 tensors are
+ * computed in float with sgemm, as 1.13's float32 kernels accumulate; every
+ * other dtype in float64 (exact for bfloat16 products), rounded once. The
+ * primitives are written once, in conv_prim.h, for both compute types.
  *
  * The kernels are explicit composites in PyTorch; here they compute on CPU
  * tensors and give shapes only on Meta tensors.
@@ -45,176 +47,37 @@ typedef struct geom {
 
 static int64_t prod3(const int64_t *v) { return v[0] * v[1] * v[2]; }
 
-/* im2col and col2im run over channels on the library's threads: each
- * channel reads (writes) only its own rows of cols and plane of x. */
-typedef struct cols_job {
-  const geom *gm;
-  double *x, *cols;
-} cols_job;
-
-/* Least channels per thread: about DISP_GRAIN_SIZE elements of cols. */
+/* Least channels (samples) per thread: about DISP_GRAIN_SIZE elements. */
 static int64_t work_grain(double per) {
   return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (int64_t)(per > 1 ? per : 1) + 1;
 }
 
 static int64_t cols_grain(const geom *gm) { return work_grain((double)prod3(gm->k) * (double)prod3(gm->out)); }
 
-/* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
-static void im2col_range(int64_t c0, int64_t c1, void *arg) {
-  const cols_job *j = arg;
-  const geom *gm = j->gm;
-  const double *x = j->x;
-  double *cols = j->cols;
-  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t kd = 0; kd < gm->k[0]; kd++)
-      for (int64_t kh = 0; kh < gm->k[1]; kh++)
-        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          double *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
-          const double *xc = x + c * IN;
-          for (int64_t od = 0; od < gm->out[0]; od++) {
-            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
-            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
-              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
-              double *dst = row + (od * gm->out[1] + oh) * gm->out[2];
-              int inside = id >= 0 && id < gm->in[0] && ih >= 0 && ih < gm->in[1];
-              for (int64_t ow = 0; ow < gm->out[2]; ow++) {
-                int64_t iw = ow * gm->s[2] - gm->p[2] + kw * gm->d[2];
-                dst[ow] = inside && iw >= 0 && iw < gm->in[2]
-                              ? xc[(id * gm->in[1] + ih) * gm->in[2] + iw] : 0.0;
-              }
-            }
-          }
-        }
-}
-
-static void im2col(const geom *gm, const double *x, int64_t cg, double *cols) {
-  cols_job j = {gm, (double *)(uintptr_t)x, cols};
-  disp__parallel_for(0, cg, cols_grain(gm), im2col_range, &j);
-}
-
-/* The adjoint of im2col: x (channels [c0, c1) of IN) += scatter of cols. */
-static void col2im_range(int64_t c0, int64_t c1, void *arg) {
-  const cols_job *j = arg;
-  const geom *gm = j->gm;
-  const double *cols = j->cols;
-  double *x = j->x;
-  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t kd = 0; kd < gm->k[0]; kd++)
-      for (int64_t kh = 0; kh < gm->k[1]; kh++)
-        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          const double *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
-          double *xc = x + c * IN;
-          for (int64_t od = 0; od < gm->out[0]; od++) {
-            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
-            if (id < 0 || id >= gm->in[0]) continue;
-            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
-              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
-              if (ih < 0 || ih >= gm->in[1]) continue;
-              const double *src = row + (od * gm->out[1] + oh) * gm->out[2];
-              for (int64_t ow = 0; ow < gm->out[2]; ow++) {
-                int64_t iw = ow * gm->s[2] - gm->p[2] + kw * gm->d[2];
-                if (iw >= 0 && iw < gm->in[2]) xc[(id * gm->in[1] + ih) * gm->in[2] + iw] += src[ow];
-              }
-            }
-          }
-        }
-}
-
-static void col2im(const geom *gm, const double *cols, int64_t cg, double *x) {
-  cols_job j = {gm, x, (double *)(uintptr_t)cols};
-  disp__parallel_for(0, cg, cols_grain(gm), col2im_range, &j);
-}
-
-static disp__mat dm(double *p, int64_t rs, int64_t cs) {
-  disp__mat m = {p, rs, cs};
-  return m;
-}
-
 enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
 
-/* A malloc'd im2col buffer (ck x OUT), or NULL on overflow or OOM. */
-static double *cols_alloc(const geom *gm) {
-  int64_t ck = gm->ci / gm->g * prod3(gm->k), ncols;
-  size_t bytes;
-  if (disp__mul_i64(ck, prod3(gm->out), &ncols) || disp__mul_size(sizeof(double), (size_t)(ncols > 0 ? ncols : 1), &bytes))
-    return NULL;
-  return malloc(bytes);
+/* a / b rounded up, for b > 0 and a of either sign */
+static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+
+/* The primitives, once per compute type: float for float32 tensors (as
+ * 1.13's float32 kernels accumulate), double for every other dtype. */
+#define CT float
+#define CSFX _f32
+#define CGEMM disp__gemm_f32
+#include "conv_prim.h"
+#define CT double
+#define CSFX _f64
+#define CGEMM disp__gemm_f64
+#include "conv_prim.h"
+
+/* The primitive in compute dtype ct: float for float32 tensors, else double. */
+static disp_status run_prim_as(disp_dtype ct, int prim, const geom *gm, const void *a, const void *b, void *y) {
+  if (ct == DISP_DTYPE_FLOAT32) return run_prim_f32(prim, gm, a, b, y);
+  return run_prim_f64(prim, gm, a, b, y);
 }
 
-/* One primitive's arguments and the failure of any of its threads. */
-typedef struct prim_job {
-  int prim;
-  const geom *gm;
-  const double *a, *b;
-  double *y;
-  atomic_int failed;
-} prim_job;
-
-/* FWD or BWD_IN of samples [lo, hi): each writes only its own part of y,
- * so samples run on the library's threads, each with its own columns. */
-static void prim_samples(int64_t lo, int64_t hi, void *arg) {
-  prim_job *j = arg;
-  const geom *gm = j->gm;
-  int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
-  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
-  double *cols = cols_alloc(gm);
-  disp_status st = cols ? DISP_OK : DISP_ERR_NO_MEMORY;
-  for (int64_t n = lo; n < hi && st == DISP_OK; n++)
-    for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
-      const double *w = j->b + g * og * ck;
-      if (j->prim == PRIM_FWD) {
-        im2col(gm, j->a + (n * gm->ci + g * cg) * IN, cg, cols);
-        st = disp__gemm_f64(og, OUT, ck, 1.0, dm((double *)w, ck, 1), dm(cols, OUT, 1), 0.0,
-                            dm(j->y + (n * gm->co + g * og) * OUT, OUT, 1));
-      } else {
-        st = disp__gemm_f64(ck, OUT, og, 1.0, dm((double *)w, 1, ck),
-                            dm((double *)j->a + (n * gm->co + g * og) * OUT, OUT, 1), 0.0, dm(cols, OUT, 1));
-        if (st == DISP_OK) col2im(gm, cols, cg, j->y + (n * gm->ci + g * cg) * IN);
-      }
-    }
-  free(cols);
-  if (st != DISP_OK) atomic_store(&j->failed, 1);
-}
-
-/* BWD_W: dW = sum over samples in sample order (a reduction: one thread
- * walks the samples; im2col and the gemm split themselves). */
-static disp_status prim_weight_grad(const geom *gm, const double *x, const double *dy, double *dw) {
-  int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
-  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
-  double *cols = cols_alloc(gm);
-  if (!cols) return DISP_ERR_NO_MEMORY;
-  disp_status st = DISP_OK;
-  memset(dw, 0, sizeof(double) * (size_t)(gm->co * ck));
-  for (int64_t n = 0; n < gm->n && st == DISP_OK; n++)
-    for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
-      im2col(gm, x + (n * gm->ci + g * cg) * IN, cg, cols);
-      st = disp__gemm_f64(og, ck, OUT, 1.0, dm((double *)dy + (n * gm->co + g * og) * OUT, OUT, 1),
-                          dm(cols, 1, OUT), 1.0, dm(dw + g * og * ck, ck, 1));
-    }
-  free(cols);
-  return st;
-}
-
-/* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
- * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
-static disp_status run_prim(int prim, const geom *gm, const double *a, const double *b, double *y) {
-  disp_status st = DISP_OK;
-  if (prim == PRIM_BWD_W) {
-    st = prim_weight_grad(gm, a, b, y);
-  } else {
-    if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(double) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
-    prim_job j = {prim, gm, a, b, y, 0};
-    /* a sample's work: about its output and its columns */
-    double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
-                 (double)prod3(gm->k);
-    disp__parallel_for(0, gm->n, work_grain(per), prim_samples, &j);
-    if (atomic_load(&j.failed)) st = DISP_ERR_NO_MEMORY;
-  }
-  /* every failure of a primitive is memory (columns, gemm packing) */
-  if (st != DISP_OK) return disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
-  return DISP_OK;
+static disp_dtype compute_dtype(const disp_tensor *input) {
+  return input->dtype == DISP_DTYPE_FLOAT32 ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64;
 }
 
 /* ---- parameters and shape checks (PyTorch's check_shape_forward) ------- */
@@ -521,27 +384,33 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
   }
   geom gm;
   make_geom(&pr, input->sizes, osz, weight, &gm);
-  double *x = disp__conv_load(input), *w = disp__conv_load(weight);
-  double *y = malloc(sizeof(double) * (size_t)out->numel);
+  disp_dtype ct = compute_dtype(input);
+  size_t csz = disp_dtype_itemsize(ct);
+  void *x = disp__conv_load_as(input, ct), *w = disp__conv_load_as(weight, ct);
+  void *y = malloc(csz * (size_t)out->numel);
   if (!x || !w || !y) {
     st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   } else {
-    st = transposed ? run_prim(PRIM_BWD_IN, &gm, x, w, y) : run_prim(PRIM_FWD, &gm, x, w, y);
+    st = run_prim_as(ct, transposed ? PRIM_BWD_IN : PRIM_FWD, &gm, x, w, y);
   }
+  double *bv = NULL;
+  if (st == DISP_OK && bias && !(bv = malloc(sizeof(double) * (size_t)(osz[1] + 1))))
+    st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   if (st == DISP_OK && bias) {
     /* the bias is first converted to the result's dtype (the slow kernels
      * copy it into the output, then accumulate) */
-    int64_t sp = out->numel / (osz[0] * osz[1]);
     for (int64_t c = 0; c < osz[1]; c++) {
       char cv[16];
       disp__convert_elem(cv, out->dtype, (char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
                          (int64_t)disp_dtype_itemsize(bias->dtype), bias->dtype);
-      double bv = disp__load_f64(cv, out->dtype);
-      for (int64_t n = 0; n < osz[0]; n++)
-        for (int64_t i = 0; i < sp; i++) y[(n * osz[1] + c) * sp + i] += bv;
+      bv[c] = disp__load_f64(cv, out->dtype);
     }
+    int64_t sp = out->numel / (osz[0] * osz[1]);
+    if (ct == DISP_DTYPE_FLOAT32) add_bias_f32(y, bv, osz[0], osz[1], sp);
+    else add_bias_f64(y, bv, osz[0], osz[1], sp);
   }
-  if (st == DISP_OK) disp__conv_store(out, y);
+  free(bv);
+  if (st == DISP_OK) disp__conv_store_from(out, y, ct);
   free(x), free(w), free(y);
   if (st != DISP_OK) {
     disp_tensor_release(out);
@@ -633,29 +502,31 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
   if (st == DISP_OK && !is_meta(input)) {
     geom gm;
     make_geom(&pr, input->sizes, osz, weight, &gm);
-    double *x = disp__conv_load(input), *w = disp__conv_load(weight), *dy = disp__conv_load(grad_output);
-    double *r = NULL;
+    disp_dtype ct = compute_dtype(input);
+    size_t csz = disp_dtype_itemsize(ct);
+    void *x = disp__conv_load_as(input, ct), *w = disp__conv_load_as(weight, ct);
+    void *dy = disp__conv_load_as(grad_output, ct), *r = NULL;
     if (!x || !w || !dy) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
     if (st == DISP_OK && gi) {
-      if (!(r = malloc(sizeof(double) * (size_t)(gi->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-      else if ((st = transposed ? run_prim(PRIM_FWD, &gm, dy, w, r) : run_prim(PRIM_BWD_IN, &gm, dy, w, r)) == DISP_OK)
-        disp__conv_store(gi, r);
+      if (!(r = malloc(csz * (size_t)(gi->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+      else if ((st = run_prim_as(ct, transposed ? PRIM_FWD : PRIM_BWD_IN, &gm, dy, w, r)) == DISP_OK)
+        disp__conv_store_from(gi, r, ct);
       free(r);
     }
     if (st == DISP_OK && gw) {
-      if (!(r = malloc(sizeof(double) * (size_t)(gw->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-      else if ((st = transposed ? run_prim(PRIM_BWD_W, &gm, dy, x, r) : run_prim(PRIM_BWD_W, &gm, x, dy, r)) == DISP_OK)
-        disp__conv_store(gw, r);
+      if (!(r = malloc(csz * (size_t)(gw->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+      else if ((st = transposed ? run_prim_as(ct, PRIM_BWD_W, &gm, dy, x, r)
+                                : run_prim_as(ct, PRIM_BWD_W, &gm, x, dy, r)) == DISP_OK)
+        disp__conv_store_from(gw, r, ct);
       free(r);
     }
     if (st == DISP_OK && gb) {
       int64_t c = osz[1], sp = grad_output->numel / (osz[0] * c > 0 ? osz[0] * c : 1);
-      if (!(r = calloc((size_t)c + 1, sizeof(double)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+      if (!(r = calloc((size_t)c + 1, csz))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
       else {
-        for (int64_t n = 0; n < osz[0]; n++)
-          for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t i = 0; i < sp; i++) r[ch] += dy[(n * c + ch) * sp + i];
-        disp__conv_store(gb, r);
+        if (ct == DISP_DTYPE_FLOAT32) sum_bias_f32(r, dy, osz[0], c, sp);
+        else sum_bias_f64(r, dy, osz[0], c, sp);
+        disp__conv_store_from(gb, r, ct);
       }
       free(r);
     }

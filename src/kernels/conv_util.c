@@ -61,19 +61,24 @@ disp_status disp__conv_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp
 /* Both directions are the one strided copy (elementwise_copy.c: ordered,
  * coalesced, parallel when large); its conversions to and from float64
  * are the ones disp__load_f64/disp__store_f64 make. */
-double *disp__conv_load(const disp_tensor *t) {
-  double *v = malloc(sizeof(double) * (size_t)(t->numel > 0 ? t->numel : 1));
+void *disp__conv_load_as(const disp_tensor *t, disp_dtype ct) {
+  size_t isz = disp_dtype_itemsize(ct);
+  void *v = malloc(isz * (size_t)(t->numel > 0 ? t->numel : 1));
   if (!v) return NULL;
   if (t->numel == 0) return v;
   int64_t cs[DISP_TENSOR_MAX_DIMS];
   disp__tensor_contiguous_strides(t->sizes, t->ndim, cs);
-  disp__ew_copy_strided(v, cs, DISP_DTYPE_FLOAT64, disp_tensor_data_ptr(t), t->strides, t->dtype, t->sizes, t->ndim);
+  disp__ew_copy_strided(v, cs, ct, disp_tensor_data_ptr(t), t->strides, t->dtype, t->sizes, t->ndim);
   return v;
 }
 
-void disp__conv_store(disp_tensor *t, const double *v) {
+void disp__conv_store_from(disp_tensor *t, const void *v, disp_dtype ct) {
   if (t->numel == 0) return;
   int64_t cs[DISP_TENSOR_MAX_DIMS];
   disp__tensor_contiguous_strides(t->sizes, t->ndim, cs);
-  disp__ew_copy_strided(disp_tensor_data_ptr(t), t->strides, t->dtype, v, cs, DISP_DTYPE_FLOAT64, t->sizes, t->ndim);
+  disp__ew_copy_strided(disp_tensor_data_ptr(t), t->strides, t->dtype, v, cs, ct, t->sizes, t->ndim);
 }
+
+double *disp__conv_load(const disp_tensor *t) { return disp__conv_load_as(t, DISP_DTYPE_FLOAT64); }
+
+void disp__conv_store(disp_tensor *t, const double *v) { disp__conv_store_from(t, v, DISP_DTYPE_FLOAT64); }

@@ -37,4 +37,9 @@ double *disp__conv_load(const disp_tensor *t);
 /* Writes row-major values v into t (any strides), converting to t's dtype. */
 void disp__conv_store(disp_tensor *t, const double *v);
 
+/* The same in compute dtype ct (float32 or float64): a malloc'd row-major
+ * copy of t's elements converted to ct (NULL on OOM), and its way back. */
+void *disp__conv_load_as(const disp_tensor *t, disp_dtype ct);
+void disp__conv_store_from(disp_tensor *t, const void *v, disp_dtype ct);
+
 #endif /* DISP_KERNELS_CONV_UTIL_H */

@@ -1,0 +1,204 @@
+/*
+ * conv_prim.h - the convolution primitives of conv.c (im2col/col2im and the
+ * three GEMM products), written once for a compute type. conv.c includes
+ * it once per type after defining CT (the element type), CSFX (the name
+ * suffix) and CGEMM (gemm.h's product of that type); each inclusion
+ * undefines them. No include guard, on purpose.
+ */
+#define CP_CAT2(a, b) a##b
+#define CP_CAT(a, b) CP_CAT2(a, b)
+#define CP(name) CP_CAT(name, CSFX)
+
+/* CP(im2col) and CP(col2im) run over channels on the library's threads: each
+ * channel reads (writes) only its own rows of cols and plane of x. */
+typedef struct CP(cols_job) {
+  const geom *gm;
+  CT *x, *cols;
+} CP(cols_job);
+
+/* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
+static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
+  const CP(cols_job) *j = arg;
+  const geom *gm = j->gm;
+  const CT *x = j->x;
+  CT *cols = j->cols;
+  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
+  for (int64_t c = c0; c < c1; c++)
+    for (int64_t kd = 0; kd < gm->k[0]; kd++)
+      for (int64_t kh = 0; kh < gm->k[1]; kh++)
+        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
+          CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
+          const CT *xc = x + c * IN;
+          for (int64_t od = 0; od < gm->out[0]; od++) {
+            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
+              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+              CT *dst = row + (od * gm->out[1] + oh) * gm->out[2];
+              int inside = id >= 0 && id < gm->in[0] && ih >= 0 && ih < gm->in[1];
+              /* the outputs [lo, hi) whose iw = ow*s - p + kw*d falls inside
+               * the row: copied (one memcpy at stride 1); the rest padding */
+              int64_t off = kw * gm->d[2] - gm->p[2], lo = 0, hi = 0;
+              if (inside) {
+                lo = ceil_div(-off, gm->s[2]), hi = ceil_div(gm->in[2] - off, gm->s[2]);
+                lo = lo < 0 ? 0 : lo > gm->out[2] ? gm->out[2] : lo;
+                hi = hi < lo ? lo : hi > gm->out[2] ? gm->out[2] : hi;
+              }
+              int64_t base = inside ? (id * gm->in[1] + ih) * gm->in[2] + off : 0;
+              for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
+              if (gm->s[2] == 1 && hi > lo) memcpy(dst + lo, xc + base + lo, sizeof(CT) * (size_t)(hi - lo));
+              else
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = xc[base + ow * gm->s[2]];
+              for (int64_t ow = hi; ow < gm->out[2]; ow++) dst[ow] = 0;
+            }
+          }
+        }
+}
+
+static void CP(im2col)(const geom *gm, const CT *x, int64_t cg, CT *cols) {
+  CP(cols_job) j = {gm, (CT *)(uintptr_t)x, cols};
+  disp__parallel_for(0, cg, cols_grain(gm), CP(im2col_range), &j);
+}
+
+/* The adjoint of CP(im2col): x (channels [c0, c1) of IN) += scatter of cols. */
+static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) {
+  const CP(cols_job) *j = arg;
+  const geom *gm = j->gm;
+  const CT *cols = j->cols;
+  CT *x = j->x;
+  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
+  for (int64_t c = c0; c < c1; c++)
+    for (int64_t kd = 0; kd < gm->k[0]; kd++)
+      for (int64_t kh = 0; kh < gm->k[1]; kh++)
+        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
+          const CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
+          CT *xc = x + c * IN;
+          for (int64_t od = 0; od < gm->out[0]; od++) {
+            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+            if (id < 0 || id >= gm->in[0]) continue;
+            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
+              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+              if (ih < 0 || ih >= gm->in[1]) continue;
+              const CT *src = row + (od * gm->out[1] + oh) * gm->out[2];
+              for (int64_t ow = 0; ow < gm->out[2]; ow++) {
+                int64_t iw = ow * gm->s[2] - gm->p[2] + kw * gm->d[2];
+                if (iw >= 0 && iw < gm->in[2]) xc[(id * gm->in[1] + ih) * gm->in[2] + iw] += src[ow];
+              }
+            }
+          }
+        }
+}
+
+static void CP(col2im)(const geom *gm, const CT *cols, int64_t cg, CT *x) {
+  CP(cols_job) j = {gm, x, (CT *)(uintptr_t)cols};
+  disp__parallel_for(0, cg, cols_grain(gm), CP(col2im_range), &j);
+}
+
+static disp__mat CP(dm)(CT *p, int64_t rs, int64_t cs) {
+  disp__mat m = {p, rs, cs};
+  return m;
+}
+
+/* A malloc'd CP(im2col) buffer (ck x OUT), or NULL on overflow or OOM. */
+static CT *CP(cols_alloc)(const geom *gm) {
+  int64_t ck = gm->ci / gm->g * prod3(gm->k), ncols;
+  size_t bytes;
+  if (disp__mul_i64(ck, prod3(gm->out), &ncols) || disp__mul_size(sizeof(CT), (size_t)(ncols > 0 ? ncols : 1), &bytes))
+    return NULL;
+  return malloc(bytes);
+}
+
+/* One primitive's arguments and the failure of any of its threads. */
+typedef struct CP(prim_job) {
+  int prim;
+  const geom *gm;
+  const CT *a, *b;
+  CT *y;
+  atomic_int failed;
+} CP(prim_job);
+
+/* FWD or BWD_IN of samples [lo, hi): each writes only its own part of y,
+ * so samples run on the library's threads, each with its own columns. */
+static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
+  CP(prim_job) *j = arg;
+  const geom *gm = j->gm;
+  int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
+  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
+  CT *cols = CP(cols_alloc)(gm);
+  disp_status st = cols ? DISP_OK : DISP_ERR_NO_MEMORY;
+  for (int64_t n = lo; n < hi && st == DISP_OK; n++)
+    for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
+      const CT *w = j->b + g * og * ck;
+      if (j->prim == PRIM_FWD) {
+        CP(im2col)(gm, j->a + (n * gm->ci + g * cg) * IN, cg, cols);
+        st = CGEMM(og, OUT, ck, 1.0, CP(dm)((CT *)w, ck, 1), CP(dm)(cols, OUT, 1), 0.0,
+                            CP(dm)(j->y + (n * gm->co + g * og) * OUT, OUT, 1));
+      } else {
+        st = CGEMM(ck, OUT, og, 1.0, CP(dm)((CT *)w, 1, ck),
+                            CP(dm)((CT *)j->a + (n * gm->co + g * og) * OUT, OUT, 1), 0.0, CP(dm)(cols, OUT, 1));
+        if (st == DISP_OK) CP(col2im)(gm, cols, cg, j->y + (n * gm->ci + g * cg) * IN);
+      }
+    }
+  free(cols);
+  if (st != DISP_OK) atomic_store(&j->failed, 1);
+}
+
+/* BWD_W: dW = sum over samples in sample order (a reduction: one thread
+ * walks the samples; CP(im2col) and the gemm split themselves). */
+static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *dy, CT *dw) {
+  int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
+  int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
+  CT *cols = CP(cols_alloc)(gm);
+  if (!cols) return DISP_ERR_NO_MEMORY;
+  disp_status st = DISP_OK;
+  memset(dw, 0, sizeof(CT) * (size_t)(gm->co * ck));
+  for (int64_t n = 0; n < gm->n && st == DISP_OK; n++)
+    for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
+      CP(im2col)(gm, x + (n * gm->ci + g * cg) * IN, cg, cols);
+      st = CGEMM(og, ck, OUT, 1.0, CP(dm)((CT *)dy + (n * gm->co + g * og) * OUT, OUT, 1),
+                          CP(dm)(cols, 1, OUT), 1.0, CP(dm)(dw + g * og * ck, ck, 1));
+    }
+  free(cols);
+  return st;
+}
+
+/* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
+ * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
+static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT *b, CT *y) {
+  disp_status st = DISP_OK;
+  if (prim == PRIM_BWD_W) {
+    st = CP(prim_weight_grad)(gm, a, b, y);
+  } else {
+    if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(CT) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
+    CP(prim_job) j = {prim, gm, a, b, y, 0};
+    /* a sample's work: about its output and its columns */
+    double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
+                 (double)prod3(gm->k);
+    disp__parallel_for(0, gm->n, work_grain(per), CP(prim_samples), &j);
+    if (atomic_load(&j.failed)) st = DISP_ERR_NO_MEMORY;
+  }
+  /* every failure of a primitive is memory (columns, gemm packing) */
+  if (st != DISP_OK) return disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
+  return DISP_OK;
+}
+
+
+/* y[n, c, ...] += bias[c] (already rounded to the output dtype, then widened). */
+static void CP(add_bias)(CT *y, const double *bias, int64_t n, int64_t c, int64_t sp) {
+  for (int64_t ch = 0; ch < c; ch++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t k = 0; k < sp; k++) y[(i * c + ch) * sp + k] += (CT)bias[ch];
+}
+
+/* r[c] = the sum of dy[n, c, ...] over n and the spatial dims. */
+static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t ch = 0; ch < c; ch++)
+      for (int64_t k = 0; k < sp; k++) r[ch] += dy[(i * c + ch) * sp + k];
+}
+
+#undef CP
+#undef CP_CAT
+#undef CP_CAT2
+#undef CT
+#undef CSFX
+#undef CGEMM
