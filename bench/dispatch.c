@@ -14,22 +14,28 @@
  * Every operator has an Autograd fallthrough, as libtorch 1.13 gives its
  * operators by default, so both sides measure the same path.
  *
- * Prints ns/call (median of 7 runs) and, when valgrind is installed,
- * instructions/call from callgrind (the difference of two runs of different
- * lengths, so start-up cancels out), with ratios to the floor and to
- * libtorch 1.13 (measured side by side when bench/dispatch_torch was built,
- * else the reference figures of the calls issue).
+ * Prints, per case, ns/call (harness.h's bench_median_ns: the median of 7
+ * runs, best of 5 rounds alternating with the twin, 1 thread) and, when
+ * valgrind is installed, instructions/call from one callgrind run per side
+ * (harness.h's bench_callgrind: only the measured loop is counted), the
+ * instructions above the floor, and ratios to libtorch 1.13 (measured side
+ * by side when bench/dispatch_torch was built, else the reference figures of
+ * the calls issue).
  *
- *   dispatch                     the table
- *   dispatch --case NAME --iters N   run one case (used under callgrind)
+ *   dispatch                                    the table (under a minute;
+ *                                               libtorch's callgrind start-up
+ *                                               is most of it)
+ *   dispatch --threads N --count NAME:ITERS...  cases under callgrind (harness.h)
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <disp.h>
+
+#include "harness.h"
 
 static const disp_op *g_op1, *g_op2, *g_op_boxed, *g_relu;
 static disp_tensor *g_a, *g_b, *g_pu;
@@ -99,7 +105,7 @@ static fn1 volatile g_floor_fn = noop1;
 static fn2 volatile g_floor2_fn = noop2;
 static volatile long g_sink;
 
-static long run_case(const char *name, long iters) {
+static int run_case(const char *name, long iters) {
   disp_tensor *out = NULL;
   disp_status st = DISP_OK;
   long bad = 0;
@@ -165,132 +171,78 @@ static long run_case(const char *name, long iters) {
   if (bad) fprintf(stderr, "%s: %s\n", name, disp_last_error());
   g_sink = (long)(intptr_t)out;
   disp_stack_free(stack);
-  return bad;
+  return bad ? -1 : 0;
 }
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median_ns(const char *name) {
-  enum { RUNS = 7 };
-  long iters = 200000;
-  double t[RUNS];
-  run_case(name, iters / 10); /* warm up */
-  for (int r = 0; r < RUNS; r++) {
-    double t0 = now_ns();
-    if (run_case(name, iters)) return -1;
-    t[r] = (now_ns() - t0) / (double)iters;
-  }
-  qsort(t, RUNS, sizeof *t, cmp_double);
-  return t[RUNS / 2];
-}
-
-/* Instructions per call: two callgrind runs, 1000 and 21000 iterations. */
-static double callgrind_ins(const char *self, const char *name) {
-  if (!self) return -1;
-  long counts[2];
-  const long iters[2] = {1000, 21000};
-  for (int k = 0; k < 2; k++) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' --case %s --iters %ld 2>&1",
-             self, name, iters[k]);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    char line[512];
-    counts[k] = -1;
-    while (fgets(line, sizeof line, p)) {
-      char *c = strstr(line, "Collected :");
-      if (c) counts[k] = atol(c + strlen("Collected :"));
-    }
-    if (pclose(p) != 0 || counts[k] < 0) return -1;
-  }
-  return (double)(counts[1] - counts[0]) / (double)(iters[1] - iters[0]);
-}
+/* The cases, in table order; 200000 calls a timed run (about 10 ms at
+ * 50 ns), 20000 counted under callgrind (the region's fixed cost, the
+ * loop's set-up, is then well under 0.1 instruction a call). */
+enum { NCASES = 9, FLOOR = 0, FLOOR_2 = 1, UNBOXED_2 = 3 };
+static const bench_spec specs[NCASES] = {
+    {"floor", 200000, 20000, NULL},         {"floor_2", 200000, 20000, NULL},
+    {"unboxed_1", 200000, 20000, NULL},     {"unboxed_2", 200000, 20000, NULL},
+    {"builtin_typed", 200000, 20000, NULL}, {"boxed_builtin", 200000, 20000, NULL},
+    {"boxed_ffi", 200000, 20000, NULL},     {"unboxed_boxed", 200000, 20000, NULL},
+    {"closure", 200000, 20000, NULL},
+};
 
 /* libtorch 1.13 on this kind of machine (the calls issue), ns and
- * instructions; replaced by a side-by-side run when dispatch_torch was built. */
-typedef struct ref { const char *name; double ns, ins; } ref;
-static ref torch_ref[] = {
-    {"floor", 23, 21}, {"floor_2", 23, 21}, {"unboxed_1", 41, 217}, {"unboxed_2", 43, 226},
-    {"boxed_builtin", 77, 412}, {"boxed_ffi", 77, 412}};
-enum { NREFS = sizeof torch_ref / sizeof *torch_ref };
-
-static const ref *torch_of(const char *name) {
-  for (size_t i = 0; i < NREFS; i++)
-    if (!strcmp(torch_ref[i].name, name)) return &torch_ref[i];
-  return NULL;
-}
+ * instructions per case, -1 where it has no such path; replaced by the
+ * twin's figures when bench/dispatch_torch was built. */
+static const double torch_ref_ns[NCASES] = {23, 23, 41, 43, -1, 77, 77, -1, -1};
+static const double torch_ref_ins[NCASES] = {21, 21, 217, 226, -1, 412, 412, -1, -1};
 
 #ifdef DISP_BENCH_TORCH_EXE
-/* Measures libtorch's side: its ns/call table, then callgrind per case. */
-static int measure_torch(int have_valgrind) {
-  FILE *p = popen("'" DISP_BENCH_TORCH_EXE "'", "r");
-  if (!p) return 0;
-  char name[64];
-  double ns;
-  while (fscanf(p, "%63s %lf", name, &ns) == 2)
-    for (size_t i = 0; i < NREFS; i++)
-      if (!strcmp(torch_ref[i].name, name) || (!strcmp(name, "boxed_builtin") && !strcmp(torch_ref[i].name, "boxed_ffi")) ||
-          (!strcmp(name, "floor") && !strcmp(torch_ref[i].name, "floor_2")))
-        torch_ref[i].ns = ns;
-  if (pclose(p) != 0) return 0;
-  for (size_t i = 0; have_valgrind && i < NREFS; i++) {
-    const char *c = !strcmp(torch_ref[i].name, "boxed_ffi") ? "boxed_builtin"
-                    : !strcmp(torch_ref[i].name, "floor_2") ? "floor" : torch_ref[i].name;
-    double ins = callgrind_ins(DISP_BENCH_TORCH_EXE, c);
-    if (ins >= 0) torch_ref[i].ins = ins;
-  }
-  return 1;
-}
+static const char *const twin = DISP_BENCH_TORCH_EXE;
+#else
+static const char *const twin = NULL;
 #endif
+
+/* Instructions per call of every case on both sides (-1 without valgrind;
+ * theirs keeps the reference figures without a twin). */
+static void count_all(double *ours, double *theirs) {
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  for (int i = 0; i < NCASES; i++) ours[i] = -1, theirs[i] = torch_ref_ins[i];
+  if (len <= 0 || system("valgrind --version >/dev/null 2>&1") != 0) return;
+  self[len] = '\0';
+  bench_callgrind(self, specs, NCASES, ours);
+  if (twin && bench_callgrind(twin, specs, NCASES, theirs))
+    for (int i = 0; i < NCASES; i++) theirs[i] = torch_ref_ins[i];
+}
+
+/* One row: ns, instructions, instructions above the floor (floor_2 for
+ * the two-tensor call), and the ratios ours/libtorch. */
+static void print_row(int i, double ns, double tns, double ins, double tins, double floor_ins) {
+  char c_ins[32], c_over[32] = "-", c_rns[32], c_rins[32];
+  bench_cell(c_ins, sizeof c_ins, "%.1f", ins);
+  if (ins >= 0 && floor_ins >= 0) snprintf(c_over, sizeof c_over, "%+.1f", ins - floor_ins);
+  bench_cell(c_rns, sizeof c_rns, "%.2f", ns >= 0 && tns > 0 ? ns / tns : -1);
+  bench_cell(c_rins, sizeof c_rins, "%.2f", ins >= 0 && tins > 0 ? ins / tins : -1);
+  printf("%-15s %9.1f %10s %12s %12s %12s\n", specs[i].name, ns, c_ins, c_over, c_rns, c_rins);
+}
 
 int main(int argc, char **argv) {
   if (setup()) return 1;
-  if (argc == 5 && !strcmp(argv[1], "--case")) return run_case(argv[2], atol(argv[4])) ? 1 : 0;
-  static const char *const cases[] = {"floor", "floor_2", "unboxed_1", "unboxed_2", "builtin_typed",
-                                      "boxed_builtin", "boxed_ffi", "unboxed_boxed", "closure"};
-  int have_valgrind = system("valgrind --version >/dev/null 2>&1") == 0;
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) have_valgrind = 0;
-  else self[n] = '\0';
-  printf("libdispatch %s dispatch benchmark (kernels do nothing; Autograd fallthrough on every op)\n",
-         disp_version_string());
-#ifdef DISP_BENCH_TORCH_EXE
-  if (measure_torch(have_valgrind))
-    printf("libtorch measured side by side (bench/dispatch_torch, same cases, same machine)\n\n");
-  else
-#endif
-    printf("libtorch not built: ratios use the libtorch 1.13 reference figures of the calls issue\n\n");
+  int child = bench_child_main(argc, argv, run_case);
+  if (child >= 0) return child;
+  bench_print_header("libdispatch dispatch benchmark (kernels do nothing; Autograd fallthrough on every op)", twin,
+                     "bench/dispatch_torch, the same no-op operators through c10::Dispatcher");
+  if (!twin) printf("ratios use the libtorch 1.13 reference figures of the calls issue\n");
+  printf("\n");
+  double ns[NCASES], tns[NCASES], ins[NCASES], tins[NCASES];
+  int twin_threads[2];
+  if (bench_race(run_case, twin, 1, specs, NCASES, ns, tns, twin_threads)) return 1;
+  for (int i = 0; i < NCASES; i++)
+    if (!twin || tns[i] < 0) tns[i] = torch_ref_ns[i];
+  count_all(ins, tins);
   printf("%-15s %9s %10s %12s %12s %12s\n", "case", "ns/call", "ins/call", "ins-floor", "ns/libtorch", "ins/libtorch");
-  double floor_ins = -1, floor2_ins = -1;
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    double ns = median_ns(cases[i]);
-    double ins = have_valgrind ? callgrind_ins(self, cases[i]) : -1;
-    if (i == 0) floor_ins = ins;
-    if (i == 1) floor2_ins = ins;
-    const ref *r = torch_of(cases[i]);
-    char c_ins[32] = "-", c_over[32] = "-", c_rns[32] = "-", c_rins[32] = "-";
-    if (ins >= 0) snprintf(c_ins, sizeof c_ins, "%.1f", ins);
-    /* Two-tensor calls are measured against the two-argument floor. */
-    double base = !strcmp(cases[i], "unboxed_2") ? floor2_ins : floor_ins;
-    if (ins >= 0 && base >= 0) snprintf(c_over, sizeof c_over, "%+.1f", ins - base);
-    if (r) snprintf(c_rns, sizeof c_rns, "%.2f", ns / r->ns);
-    if (r && ins >= 0) snprintf(c_rins, sizeof c_rins, "%.2f", ins / r->ins);
-    printf("%-15s %9.1f %10s %12s %12s %12s\n", cases[i], ns, c_ins, c_over, c_rns, c_rins);
-  }
+  for (int i = 0; i < NCASES; i++)
+    print_row(i, ns[i], tns[i], ins[i], tins[i], ins[i == UNBOXED_2 ? FLOOR_2 : FLOOR]);
   printf("\nins-floor: instructions above a direct call through a function pointer (floor_2 for unboxed_2);\n"
-         "ratios are ours/libtorch for the same case (boxed_ffi is compared with libtorch's boxed call).\n");
-  if (!have_valgrind) printf("(valgrind not found: no instruction counts)\n");
+         "ratios are ours/libtorch for the same case (boxed_ffi is compared with libtorch's boxed call).\n"
+         "Times and counts at 1 thread (every pool at 1 under callgrind).\n");
+  if (ins[FLOOR] < 0) printf("(valgrind not found: no instruction counts)\n");
   disp_tensor_release(g_pu);
   disp_tensor_release(g_a);
   disp_tensor_release(g_b);

@@ -2,10 +2,11 @@
 // through libtorch 1.13's dispatcher. Built only when libtorch is installed;
 // nothing else in libdispatch depends on it.
 //
-//   dispatch_torch                      ns/call table
-//   dispatch_torch --case NAME --iters N   one case (run under callgrind by bench/dispatch):
-//                                          two warm-up calls, then N in a callgrind region
-//                                          (cg_region.h), so --instr-atstart=no counts only them
+//   dispatch_torch --threads N --time NAME:ITERS...    ns/call per case (twin.h)
+//   dispatch_torch --threads N --count NAME:ITERS...   the calls in callgrind regions (twin.h)
+//
+// Our floor_2 and boxed_ffi have no libtorch path of their own: they are
+// compared with libtorch's floor and boxed call.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -40,13 +41,14 @@ volatile long g_sink;
 
 // Runs case `name` `iters` times; false for an unknown case.
 bool run(const char *name, long iters) {
-  at::Tensor a = at::ones({1}), b = at::ones({1});
+  // Made once, so a counted run holds only the calls.
+  static at::Tensor a = at::ones({1}), b = at::ones({1});
   static auto op1 = c10::Dispatcher::singleton().findSchemaOrThrow("bench::noop1", "").typed<at::Tensor(const at::Tensor &)>();
   static auto op2 = c10::Dispatcher::singleton()
                         .findSchemaOrThrow("bench::noop2", "")
                         .typed<at::Tensor(const at::Tensor &, const at::Tensor &)>();
   static auto boxed = c10::Dispatcher::singleton().findSchemaOrThrow("bench::noop1", "");
-  if (!strcmp(name, "floor")) {
+  if (!strcmp(name, "floor") || !strcmp(name, "floor_2")) {
     Fn1 f = g_floor;
     for (long i = 0; i < iters; i++) g_sink += f(a).dim();
   } else if (!strcmp(name, "unboxed_1")) {
@@ -68,15 +70,4 @@ bool run(const char *name, long iters) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
-  if (argc == 5 && !strcmp(argv[1], "--case")) {
-    if (!run(argv[2], 2)) return 1;
-    CG_REGION_BEGIN();
-    run(argv[2], std::atol(argv[4]));
-    CG_REGION_END(argv[2]);
-    return 0;
-  }
-  for (const char *c : {"floor", "unboxed_1", "unboxed_2", "boxed_builtin"})
-    std::printf("%s %.1f\n", c, twin_median_ns(run, c, 200000));
-  return 0;
-}
+int main(int argc, char **argv) { return twin_main(argc, argv, run); }
