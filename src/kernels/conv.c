@@ -31,6 +31,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
+#include "cpu/kernels.h"
 #include "tensor/dtype_cast.h"
 #include "gemm.h"
 #include "parallel.h"
@@ -74,6 +75,21 @@ static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b 
 static disp_status run_prim_as(disp_dtype ct, int prim, const geom *gm, const void *a, const void *b, void *y) {
   if (ct == DISP_DTYPE_FLOAT32) return run_prim_f32(prim, gm, a, b, y);
   return run_prim_f64(prim, gm, a, b, y);
+}
+
+/* y[n, c, ...] += bias[c] (already rounded to the output dtype, then
+ * widened); float planes through the CPU capability's vector add. */
+static void add_bias(disp_dtype ct, void *y, const double *bias, int64_t n, int64_t c, int64_t sp) {
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t ch = 0; ch < c; ch++) {
+      if (ct == DISP_DTYPE_FLOAT32) {
+        float *plane = (float *)y + (i * c + ch) * sp, b = (float)bias[ch];
+        disp__cpu_kernels()->add_f32(plane, plane, &b, 0, 1.0f, sp);
+      } else {
+        double *plane = (double *)y + (i * c + ch) * sp;
+        for (int64_t k = 0; k < sp; k++) plane[k] += bias[ch];
+      }
+    }
 }
 
 static disp_dtype compute_dtype(const disp_tensor *input) {
@@ -406,8 +422,7 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
       bv[c] = disp__load_f64(cv, out->dtype);
     }
     int64_t sp = out->numel / (osz[0] * osz[1]);
-    if (ct == DISP_DTYPE_FLOAT32) add_bias_f32(y, bv, osz[0], osz[1], sp);
-    else add_bias_f64(y, bv, osz[0], osz[1], sp);
+    add_bias(ct, y, bv, osz[0], osz[1], sp);
   }
   free(bv);
   if (st == DISP_OK) disp__conv_store_from(out, y, ct);

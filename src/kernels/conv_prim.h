@@ -29,6 +29,9 @@ static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
         for (int64_t kw = 0; kw < gm->k[2]; kw++) {
           CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
           const CT *xc = x + c * IN;
+          /* one memset for every padded position of this row of cols, not
+           * two tiny ones per output line */
+          memset(row, 0, sizeof(CT) * (size_t)OUT);
           for (int64_t od = 0; od < gm->out[0]; od++) {
             int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
             for (int64_t oh = 0; oh < gm->out[1]; oh++) {
@@ -44,11 +47,10 @@ static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
                 hi = hi < lo ? lo : hi > gm->out[2] ? gm->out[2] : hi;
               }
               int64_t base = inside ? (id * gm->in[1] + ih) * gm->in[2] + off : 0;
-              for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
+              /* padding was zeroed with the whole row above */
               if (gm->s[2] == 1 && hi > lo) memcpy(dst + lo, xc + base + lo, sizeof(CT) * (size_t)(hi - lo));
               else
                 for (int64_t ow = lo; ow < hi; ow++) dst[ow] = xc[base + ow * gm->s[2]];
-              for (int64_t ow = hi; ow < gm->out[2]; ow++) dst[ow] = 0;
             }
           }
         }
@@ -181,13 +183,6 @@ static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT 
   return DISP_OK;
 }
 
-
-/* y[n, c, ...] += bias[c] (already rounded to the output dtype, then widened). */
-static void CP(add_bias)(CT *y, const double *bias, int64_t n, int64_t c, int64_t sp) {
-  for (int64_t ch = 0; ch < c; ch++)
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t k = 0; k < sp; k++) y[(i * c + ch) * sp + k] += (CT)bias[ch];
-}
 
 /* r[c] = the sum of dy[n, c, ...] over n and the spatial dims. */
 static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {

@@ -15,10 +15,13 @@ static int ceil_log2(int64_t x) {
   return r;
 }
 
-/* acc[0] += the row; then every level that completes folds upward. */
-static void cascade_add(V acc[LEVELS][ILP], const float *row, int64_t i, int lp) {
-  for (int k = 0; k < ILP; k++) acc[0][k] = VADD(acc[0][k], VLOAD(row + k * W));
-  uint64_t c = (uint64_t)i + 1, mask = ((uint64_t)1 << lp) - 1;
+/* Level 0 is the rows of one block of 2^lp rows, summed in registers
+ * (the whole acc array would not fit in 16 vector registers and would
+ * spill every row); a full block then folds into level 1, and every level
+ * that completes folds upward: the additions and their order are those of
+ * accumulating row by row. */
+static void fold_up(V acc[LEVELS][ILP], int64_t rows_done, int lp) {
+  uint64_t c = (uint64_t)rows_done, mask = ((uint64_t)1 << lp) - 1;
   for (int j = 1; j < LEVELS && (c & mask) == 0; j++, c >>= lp)
     for (int k = 0; k < ILP; k++) {
       acc[j][k] = VADD(acc[j][k], acc[j - 1][k]);
@@ -33,7 +36,19 @@ float DISP_CPU_FN(sum_f32)(const float *a, int64_t n) {
   V acc[LEVELS][ILP];
   for (int j = 0; j < LEVELS; j++)
     for (int k = 0; k < ILP; k++) acc[j][k] = VSET1(0.0f);
-  for (int64_t i = 0; i < nrows; i++) cascade_add(acc, a + i * row, i, lp);
+  const int64_t block = (int64_t)1 << lp;
+  for (int64_t b0 = 0; b0 < nrows; b0 += block) {
+    int64_t end = nrows - b0 < block ? nrows : b0 + block;
+    V s0 = acc[0][0], s1 = acc[0][1], s2 = acc[0][2], s3 = acc[0][3];
+    for (const float *r = a + b0 * row, *e = a + end * row; r < e; r += row) {
+      s0 = VADD(s0, VLOAD(r));
+      s1 = VADD(s1, VLOAD(r + W));
+      s2 = VADD(s2, VLOAD(r + 2 * W));
+      s3 = VADD(s3, VLOAD(r + 3 * W));
+    }
+    acc[0][0] = s0, acc[0][1] = s1, acc[0][2] = s2, acc[0][3] = s3;
+    if (end - b0 == block) fold_up(acc, end, lp);
+  }
   for (int j = 1; j < LEVELS; j++)
     for (int k = 0; k < ILP; k++) acc[0][k] = VADD(acc[0][k], acc[j][k]);
   /* what is left after the rows: whole vectors, then one padded vector */
