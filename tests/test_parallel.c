@@ -14,20 +14,17 @@ typedef struct {
   atomic_int hits[N];
   atomic_int calls;
   atomic_int outer_chunks;
-  int64_t min_chunk;
 } cover;
 
 static void mark(int64_t b, int64_t e, void *ctx) {
   cover *c = ctx;
   atomic_fetch_add(&c->calls, 1);
-  if (e - b < c->min_chunk) c->min_chunk = e - b; /* racy min: only read when one chunk is short */
   for (int64_t i = b; i < e; i++) atomic_fetch_add(&c->hits[i], 1);
 }
 
 static cover *run(int threads, int64_t begin, int64_t end, int64_t grain) {
   static cover c;
   memset(&c, 0, sizeof c);
-  c.min_chunk = INT64_MAX;
   if (disp_set_num_threads(threads) != DISP_OK) return NULL;
   disp__parallel_for(begin, end, grain, mark, &c);
   return &c;
