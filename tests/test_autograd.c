@@ -32,17 +32,20 @@ static disp_tensor *leaf(const float *v, int64_t n) {
   return t;
 }
 
-static int close_to(const disp_tensor *t, const float *want, int64_t n) {
-  if (!t || disp_tensor_numel(t) != n || disp_tensor_dtype(t) != DISP_DTYPE_FLOAT32) return 0;
+/* Compares t (a reference it takes) with want. */
+static int close_to(disp_tensor *t, const float *want, int64_t n) {
   disp_tensor *c = NULL;
-  if (disp_aten_contiguous(disp_tensor_retain((disp_tensor *)t), DISP_MEMORY_FORMAT_CONTIGUOUS, &c) != DISP_OK)
+  int ok = t && disp_tensor_numel(t) == n && disp_tensor_dtype(t) == DISP_DTYPE_FLOAT32 &&
+           disp_aten_contiguous(t, DISP_MEMORY_FORMAT_CONTIGUOUS, &c) == DISP_OK;
+  if (!ok) {
+    disp_tensor_release(t);
     return 0;
+  }
   const float *d = disp_tensor_data_ptr(c);
-  int ok = 1;
   for (int64_t i = 0; i < n; i++)
     if (fabsf(d[i] - want[i]) > 1e-5f * (1 + fabsf(want[i]))) ok = 0;
   disp_tensor_release(c);
-  disp_tensor_release((disp_tensor *)t);
+  disp_tensor_release(t);
   return ok;
 }
 #define GRAD_IS(t, ...) close_to(disp_tensor_retain(disp_tensor_grad(t)), (const float[]){__VA_ARGS__}, \
@@ -280,9 +283,10 @@ static disp_status twice_cpu(disp_tensor *self, disp_tensor **out) {
   return disp_aten_mul_Scalar(self, disp_scalar_int(2), out);
 }
 
+static disp_library *g_def, *g_cpu;
+
 static const disp_op *user_op(void) {
-  static const disp_op *op;
-  if (op) return op;
+  const disp_op *op = NULL;
   disp_library *def = NULL, *cpu = NULL;
   if (disp_library_new(DISP_LIBRARY_DEF, "agtest", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def) != DISP_OK ||
       disp_library_def(def, "twice(Tensor self) -> Tensor", NULL) != DISP_OK ||
@@ -290,6 +294,7 @@ static const disp_op *user_op(void) {
       disp_library_impl(cpu, "twice", disp_kernel_unboxed(DISP_FN(twice_cpu), 0), NULL) != DISP_OK ||
       disp_op_find("agtest::twice", &op) != DISP_OK)
     return NULL;
+  g_def = def, g_cpu = cpu;
   return op;
 }
 
@@ -331,6 +336,7 @@ TEST(fallback_warns_or_fails_when_backward_reaches_an_op_without_formula) {
   ASSERT_STATUS(disp_autograd_set_fallback_mode((disp_autograd_fallback_mode)7), DISP_ERR_INVALID_ARG);
   ASSERT_OK(disp_autograd_set_fallback_mode(DISP_AUTOGRAD_FALLBACK_WARN));
   disp_tensor_release(x);
+  disp_library_free(g_cpu), disp_library_free(g_def);
   return 0;
 }
 

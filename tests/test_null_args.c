@@ -74,6 +74,8 @@ static const null_param documented_nullable[] = {
     {"disp_tensor_register_hook", "destroy", "autograd.h: destroy may be NULL"},
     {"disp_tensor_register_hook", "id", "autograd.h: the handle is optional"},
     {"disp_node_next", "input_nr", "autograd.h: input_nr may be NULL"},
+    {"disp_ctx_set_data", "data", "function.h: the caller's value, kept as is"},
+    {"disp_ctx_set_data", "destroy", "function.h: destroy may be NULL"},
     {"disp_autograd_backward", "grad_tensors", "autograd.h: NULL means 1 for each one-element output"},
     {"disp_autograd_grad", "grad_outputs", "autograd.h: NULL means 1 for each one-element output"},
 };
@@ -122,6 +124,23 @@ static disp_status fixture_kernel(const disp_op *op, disp_keyset ks, disp_stack 
   return DISP_OK;
 }
 
+/* A custom function whose forward hands its ctx to the fixtures. */
+static disp_status null_fn_forward(disp_function_ctx *ctx, disp_tensor *const *in, size_t n, disp_tensor **out,
+                                   size_t nout) {
+  (void)n, (void)nout;
+  fx.fn_ctx = ctx;
+  out[0] = disp_tensor_retain(in[0]);
+  return DISP_OK;
+}
+
+static disp_status null_fn_backward(disp_function_ctx *ctx, disp_tensor *const *g, size_t nout, disp_tensor **gin,
+                                    size_t n) {
+  (void)ctx, (void)g, (void)nout, (void)gin, (void)n;
+  return DISP_OK;
+}
+
+const disp_function_def null_function = {"NullFunctionBackward", null_fn_forward, null_fn_backward};
+
 static int fail_setup(const char *what) {
   fprintf(stderr, "setup: %s failed: %s\n", what, disp_last_error());
   return 1;
@@ -141,6 +160,8 @@ static int make_objects(void) {
   if (disp_tensor_set_requires_grad(fx.leaf, 1) != DISP_OK ||
       disp_aten_mul_Tensor(fx.leaf, fx.leaf, &fx.computed) != DISP_OK || !(fx.node = disp_tensor_grad_fn(fx.computed)))
     return fail_setup("the autograd graph");
+  if (disp_function_apply(&null_function, &fx.leaf, 1, &fx.fn_out, 1) != DISP_OK || !fx.fn_ctx)
+    return fail_setup("the custom function");
   if (!(fx.stack = disp_stack_new()) || disp_stack_push_int(fx.stack, 1) != DISP_OK)
     return fail_setup("the stack");
   if (disp_library_new(DISP_LIBRARY_DEF, "nulltest", DISP_KEY_UNDEFINED, "null.c", 1, &fx.lib) != DISP_OK ||
@@ -162,6 +183,7 @@ static void free_objects(void) {
   disp_stack_free(fx.stack);
   disp_tensor_release(fx.tensor);
   disp_tensor_release(fx.computed);
+  disp_tensor_release(fx.fn_out);
   disp_tensor_release(fx.leaf);
   disp_storage_release(fx.storage);
   disp_schema_free(fx.schema_owned);

@@ -131,6 +131,14 @@ int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr);
  */
 int disp__gradient_edge(disp_tensor *t, ag_edge *out);
 
+/*
+ * disp__is_leaf_edge_of - whether t is a leaf whose AccumulateGrad is an
+ * edge of n: a kernel that hands back its input itself (a no-op kernel
+ * returning `self`) must not make that leaf n's output - the leaf would
+ * hold n, n its accumulator, the accumulator the leaf: a cycle.
+ */
+int disp__is_leaf_edge_of(const disp_node *n, const disp_tensor *t);
+
 /* ---- saved tensors ------------------------------------------------------ */
 
 /* PyTorch's SavedVariable: a tensor kept for the backward pass with the

@@ -122,7 +122,7 @@ disp_status disp__ag_fallback(const disp_op *op, disp_keyset ks, disp_stack *st,
   for (size_t i = 0; rc == DISP_OK && i < nrets; i++) {
     disp_value *v = disp_stack_at(st, disp_stack_size(st) - nrets + i);
     if (v->tag == DISP_VALUE_TENSOR && disp_dtype_is_floating(disp_tensor_dtype(v->u.tensor)) &&
-        disp__set_history(v->u.tensor, n, (uint32_t)i))
+        !disp__is_leaf_edge_of(n, v->u.tensor) && disp__set_history(v->u.tensor, n, (uint32_t)i))
       rc = DISP_ERR_NO_MEMORY;
   }
   if (rc == DISP_ERR_NO_MEMORY && disp_stack_size(st) >= nrets) disp_stack_drop(st, nrets);

@@ -86,6 +86,14 @@ int disp__gradient_edge(disp_tensor *t, ag_edge *out) {
   return 0;
 }
 
+int disp__is_leaf_edge_of(const disp_node *n, const disp_tensor *t) {
+  ag_meta *m = disp__meta_get(t);
+  if (!m || !m->accumulator) return 0;
+  for (uint32_t i = 0; i < n->num_next; i++)
+    if (n->next[i].fn == m->accumulator) return 1;
+  return 0;
+}
+
 /* ---- public accessors --------------------------------------------------- */
 
 disp_tensor *disp_tensor_grad(const disp_tensor *t) {

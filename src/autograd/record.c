@@ -195,7 +195,8 @@ static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack
   size_t base = disp_stack_size(st) - (size_t)info->nrets;
   for (int i = 0; i < info->nrets; i++) {
     const disp_value *v = disp_stack_at(st, base + (size_t)i);
-    if (!(info->nondiff & (1u << i)) && differentiable_output(v) && disp__set_history(v->u.tensor, n, (uint32_t)i)) return DISP_ERR_NO_MEMORY;
+    if (!(info->nondiff & (1u << i)) && differentiable_output(v) && !disp__is_leaf_edge_of(n, v->u.tensor) &&
+        disp__set_history(v->u.tensor, n, (uint32_t)i)) return DISP_ERR_NO_MEMORY;
   }
   for (int k = 0; k < info->nsaved; k++) {
     int pos = info->saved[k];
