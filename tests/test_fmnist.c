@@ -94,6 +94,14 @@ static int write_good_train(const char *dir, uint32_t n) {
   return write_labels(dir, file_names[1], 0x801, n, tiny_labels, n);
 }
 
+/* A fresh directory holding a good training split of n images, loaded
+ * into *s; NULL when any step failed. */
+static const char *load_tiny(uint32_t n, fmnist_set *s) {
+  const char *dir = make_dir();
+  if (!dir || write_good_train(dir, n) != 0 || fmnist_load(dir, 1, s) != DISP_OK) return NULL;
+  return dir;
+}
+
 /* ---- loading ---------------------------------------------------------- */
 
 static int check_tiny_set(const fmnist_set *s, int64_t n) {
@@ -109,11 +117,9 @@ static int check_tiny_set(const fmnist_set *s, int64_t n) {
 }
 
 TEST(loads_values_labels_and_scaling) {
-  const char *dir = make_dir();
-  ASSERT_TRUE(dir != NULL);
-  ASSERT_TRUE(write_good_train(dir, 3) == 0);
   fmnist_set s;
-  ASSERT_OK(fmnist_load(dir, 1, &s));
+  const char *dir = load_tiny(3, &s);
+  ASSERT_TRUE(dir != NULL);
   if (check_tiny_set(&s, 3)) return 1;
   /* byte 0 -> 0 and 255 -> 1 exactly, as ToTensor */
   ASSERT_TRUE(s.images[0] == 0.0f);
@@ -184,52 +190,54 @@ static int expect_load_error(const char *dir, const char *text) {
   return 0;
 }
 
-TEST(wrong_magic) {
-  const char *dir = make_dir();
-  ASSERT_TRUE(dir != NULL);
-  /* a labels file where the images should be */
-  ASSERT_TRUE(write_labels(dir, file_names[0], 0x801, 1, tiny_labels, 1) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x801, 1, tiny_labels, 1) == 0);
-  if (expect_load_error(dir, "train-images-idx3-ubyte.gz is not an IDX file of images (unsigned bytes, 3 "
-                             "dimensions): magic number 0x00000801, expected 0x00000803"))
-    return 1;
-  ASSERT_TRUE(write_images(dir, file_names[0], 0x803, 1, 28, 28, 1) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x08030000, 1, tiny_labels, 1) == 0);
-  if (expect_load_error(dir, "train-labels-idx1-ubyte.gz is not an IDX file of labels (unsigned bytes, 1 "
-                             "dimension): magic number 0x08030000, expected 0x00000801"))
-    return 1;
-  clean_dir(dir);
-  return 0;
-}
+/* A training split whose files are wrong in one way, and what loading says. */
+typedef struct bad_split {
+  uint32_t img_magic, img_count, rows, cols, img_stored; /* write_images' arguments */
+  uint32_t lab_magic, lab_count, lab_stored;             /* write_labels' (labels from `labels`) */
+  const unsigned char *labels;
+  const char *text, *text2; /* the message contains both (text2 may be NULL) */
+} bad_split;
 
-TEST(wrong_image_size_and_bad_label) {
-  const char *dir = make_dir();
-  ASSERT_TRUE(dir != NULL);
-  ASSERT_TRUE(write_images(dir, file_names[0], 0x803, 1, 32, 32, 1) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x801, 1, tiny_labels, 1) == 0);
-  if (expect_load_error(dir, "train-images-idx3-ubyte.gz holds 32x32 images, expected 28x28")) return 1;
-  ASSERT_TRUE(write_images(dir, file_names[0], 0x803, 2, 28, 28, 2) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x801, 2, (const unsigned char[]){3, 10}, 2) == 0);
-  if (expect_load_error(dir, "train-labels-idx1-ubyte.gz is corrupt: label 10 of item 1 is outside 0..9")) return 1;
-  ASSERT_TRUE(write_good_train(dir, 0) == 0);
-  if (expect_load_error(dir, "train-images-idx3-ubyte.gz holds no images")) return 1;
-  clean_dir(dir);
-  return 0;
-}
+static const unsigned char label_ten[] = {3, 10};
 
-TEST(truncated_files) {
+static const bad_split bad_splits[] = {
+    {0x801, 1, 28, 28, 1, 0x801, 1, 1, tiny_labels,
+     "train-images-idx3-ubyte.gz is not an IDX file of images (unsigned bytes, 3 dimensions): magic number "
+     "0x00000801, expected 0x00000803", NULL},
+    {0x803, 1, 28, 28, 1, 0x08030000, 1, 1, tiny_labels,
+     "train-labels-idx1-ubyte.gz is not an IDX file of labels (unsigned bytes, 1 dimension): magic number "
+     "0x08030000, expected 0x00000801", NULL},
+    {0x803, 1, 32, 32, 1, 0x801, 1, 1, tiny_labels, "train-images-idx3-ubyte.gz holds 32x32 images, expected 28x28",
+     NULL},
+    {0x803, 2, 28, 28, 2, 0x801, 2, 2, label_ten,
+     "train-labels-idx1-ubyte.gz is corrupt: label 10 of item 1 is outside 0..9", NULL},
+    {0x803, 0, 28, 28, 0, 0x801, 0, 0, tiny_labels, "train-images-idx3-ubyte.gz holds no images", NULL},
+    /* the header announces 3 images, 2 are there (a complete gzip stream) */
+    {0x803, 3, 28, 28, 2, 0x801, 3, 3, tiny_labels,
+     "train-images-idx3-ubyte.gz is truncated: it ends after 1584 bytes, 2368 expected", NULL},
+    {0x803, 3, 28, 28, 3, 0x801, 3, 2, tiny_labels,
+     "train-labels-idx1-ubyte.gz is truncated: it ends after 10 bytes, 11 expected", NULL},
+    {0x803, 2, 28, 28, 2, 0x801, 2, 3, tiny_labels,
+     "train-labels-idx1-ubyte.gz is corrupt: it goes on after the 10 bytes its header announces", NULL},
+    /* a count mismatch between images and labels */
+    {0x803, 3, 28, 28, 3, 0x801, 2, 2, tiny_labels, "train-images-idx3-ubyte.gz holds 3 images but ",
+     "train-labels-idx1-ubyte.gz holds 2 labels"},
+};
+
+TEST(wrong_headers_truncation_and_counts) {
   const char *dir = make_dir();
   ASSERT_TRUE(dir != NULL);
-  /* the header announces 3 images, 2 are there (a complete gzip stream) */
-  ASSERT_TRUE(write_images(dir, file_names[0], 0x803, 3, 28, 28, 2) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x801, 3, tiny_labels, 3) == 0);
-  if (expect_load_error(dir, "train-images-idx3-ubyte.gz is truncated: it ends after 1584 bytes, 2368 expected"))
-    return 1;
-  /* labels one short */
-  ASSERT_TRUE(write_images(dir, file_names[0], 0x803, 3, 28, 28, 3) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x801, 3, tiny_labels, 2) == 0);
-  if (expect_load_error(dir, "train-labels-idx1-ubyte.gz is truncated: it ends after 10 bytes, 11 expected"))
-    return 1;
+  for (size_t i = 0; i < sizeof bad_splits / sizeof *bad_splits; i++) {
+    const bad_split *b = &bad_splits[i];
+    ASSERT_TRUE(write_images(dir, file_names[0], b->img_magic, b->img_count, b->rows, b->cols, b->img_stored) == 0);
+    ASSERT_TRUE(write_labels(dir, file_names[1], b->lab_magic, b->lab_count, b->labels, b->lab_stored) == 0);
+    if (expect_load_error(dir, b->text) || (b->text2 && expect_load_error(dir, b->text2)))
+      TEST_FAIL_("bad_splits[%zu]", i);
+  }
+  /* A labels file (shorter than an images header) in place of the images:
+   * named by its magic number, not as a truncated file. */
+  ASSERT_TRUE(write_labels(dir, file_names[0], 0x801, 1, tiny_labels, 0) == 0);
+  if (expect_load_error(dir, "train-images-idx3-ubyte.gz is not an IDX file of images")) return 1;
   /* a header cut short */
   unsigned char half[6] = {0, 0, 8, 3, 0, 0};
   ASSERT_TRUE(write_gz(dir, file_names[0], half, sizeof half) == 0);
@@ -267,34 +275,10 @@ TEST(damaged_gzip_stream) {
   return 0;
 }
 
-TEST(trailing_bytes) {
-  const char *dir = make_dir();
-  ASSERT_TRUE(dir != NULL);
-  ASSERT_TRUE(write_good_train(dir, 2) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x801, 2, tiny_labels, 3) == 0);
-  if (expect_load_error(dir, "train-labels-idx1-ubyte.gz is corrupt: it goes on after the 10 bytes its header announces"))
-    return 1;
-  clean_dir(dir);
-  return 0;
-}
-
-TEST(count_mismatch) {
-  const char *dir = make_dir();
-  ASSERT_TRUE(dir != NULL);
-  ASSERT_TRUE(write_images(dir, file_names[0], 0x803, 3, 28, 28, 3) == 0);
-  ASSERT_TRUE(write_labels(dir, file_names[1], 0x801, 2, tiny_labels, 2) == 0);
-  if (expect_load_error(dir, "train-images-idx3-ubyte.gz holds 3 images but ")) return 1;
-  if (expect_load_error(dir, "train-labels-idx1-ubyte.gz holds 2 labels")) return 1;
-  clean_dir(dir);
-  return 0;
-}
-
 TEST(normalize) {
-  const char *dir = make_dir();
-  ASSERT_TRUE(dir != NULL);
-  ASSERT_TRUE(write_good_train(dir, 2) == 0);
   fmnist_set s;
-  ASSERT_OK(fmnist_load(dir, 1, &s));
+  const char *dir = load_tiny(2, &s);
+  ASSERT_TRUE(dir != NULL);
   ASSERT_OK(fmnist_normalize(&s, FMNIST_MEAN, FMNIST_STD));
   for (int64_t k = 0; k < 2 * FMNIST_PIXELS; k++) {
     float want = ((float)pixel(k / FMNIST_PIXELS, k % FMNIST_PIXELS) / 255.0f - 0.2860f) / 0.3530f;
@@ -392,11 +376,9 @@ static int check_batch(const fmnist_set *s, const int64_t *perm, int64_t bs, int
 }
 
 TEST(batches_hold_the_right_rows) {
-  const char *dir = make_dir();
-  ASSERT_TRUE(dir != NULL);
-  ASSERT_TRUE(write_good_train(dir, 5) == 0);
   fmnist_set s;
-  ASSERT_OK(fmnist_load(dir, 1, &s));
+  const char *dir = load_tiny(5, &s);
+  ASSERT_TRUE(dir != NULL);
   int64_t perm[5] = {3, 0, 4, 2, 1};
   ASSERT_EQ_INT(fmnist_batch_count(&s, 2), 3);
   ASSERT_EQ_INT(fmnist_batch_count(&s, 5), 1);
@@ -474,12 +456,8 @@ TEST_LIST = {
     TEST_ENTRY(test_split_reads_t10k_files),
     TEST_ENTRY(missing_directory_says_what_to_install),
     TEST_ENTRY(missing_files_say_what_to_install),
-    TEST_ENTRY(wrong_magic),
-    TEST_ENTRY(wrong_image_size_and_bad_label),
-    TEST_ENTRY(truncated_files),
+    TEST_ENTRY(wrong_headers_truncation_and_counts),
     TEST_ENTRY(damaged_gzip_stream),
-    TEST_ENTRY(trailing_bytes),
-    TEST_ENTRY(count_mismatch),
     TEST_ENTRY(normalize),
     TEST_ENTRY(rng_is_splitmix64),
     TEST_ENTRY(shuffle_is_a_repeatable_permutation),
