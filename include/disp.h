@@ -13,6 +13,7 @@
  *   disp/call.h        calling operators: boxed, unboxed, redispatch, trace
  *   disp/guard.h       thread-local dispatch state (include/exclude, modes)
  *   disp/autocast.h    autocast (mixed precision): state, regions, cast helpers
+ *   disp/autograd.h    gradients: requires_grad, grad_fn, hooks, backward, grad
  *   disp/aten.h        typed entry points of the built-in operators (generated)
  *   disp/promotion.h   PyTorch's type promotion (result_type)
  *   disp/random.h      the process-wide random generator and its seed
@@ -43,6 +44,7 @@
 #include "disp/call.h"
 #include "disp/guard.h"
 #include "disp/autocast.h"
+#include "disp/autograd.h"
 #include "disp/aten.h"
 #include "disp/promotion.h"
 #include "disp/random.h"

@@ -85,6 +85,7 @@ static const type_value type_values[] = {
     {"disp_library_kind", 0, "DISP_LIBRARY_FRAGMENT"},
     {"disp_status", 0, "DISP_ERR_KERNEL"},
     {"disp_value_tag", 0, "DISP_VALUE_INT"},
+    {"disp_autograd_fallback_mode", 0, "DISP_AUTOGRAD_FALLBACK_WARN"},
     {"disp_keyset", 0, "fx.keyset"},
     {"disp_device", 0, "fx.device"},
     {"disp_tls_state", 0, "fx.tls"},
@@ -137,6 +138,10 @@ static const type_value type_values[] = {
     {"disp_warning_handler", 1, "null_warning_handler"},
     {"void(*)(void*data,void*ctx)", 1, "null_release_data"},
     {"void(*)(void*handle)", 1, "null_release_handle"},
+    {"void(*)(void*ctx)", 1, "null_release_handle"},
+    {"disp_grad_hook", 1, "null_grad_hook"},
+    {"const disp_node*", 1, "fx.node"},
+    {"uint32_t*", 1, "&fx_out.u32"},
     /* out-parameters: a global, so whatever a call leaves there stays
      * reachable and LeakSanitizer reports only real leaks */
     {"const disp_op**", 1, "&fx_out.op"},

@@ -39,6 +39,9 @@ typedef struct null_fixtures {
   disp_keyset keyset;
   disp_device device;
   disp_tls_state tls;
+  disp_tensor *leaf;          /* float32 [2, 3], requires grad */
+  disp_tensor *computed;      /* leaf * leaf */
+  const disp_node *node;      /* its grad_fn, MulBackward0 */
   disp_kernel kernel;
   disp_dispatch dispatch;
   disp_int_list int_list;
@@ -77,6 +80,7 @@ typedef struct null_outs {
   size_t size;
   int64_t i64;
   uint64_t u64;
+  uint32_t u32;
   int i;
   disp_library_node node;
   disp_tensor_vec vec; /* empty: freeing it is a no-op */
@@ -97,6 +101,7 @@ void null_keep_value(const void *v, size_t size);
 void null_warning_handler(const char *message, void *user_data);
 void null_release_data(void *data, void *ctx);
 void null_release_handle(void *handle);
+disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx);
 disp_tensor *null_new_tensor_ref(void);
 disp_value *null_new_value(void);
 

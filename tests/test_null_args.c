@@ -69,6 +69,13 @@ static const null_param documented_nullable[] = {
     {"disp_tensor_new_opaque", "release", "tensor.h: release may be NULL"},
     {"disp_tensor_new_with_storage", "strides", "tensor.h: NULL means contiguous"},
     {"disp_tensor_new_view", "strides", "tensor.h: NULL means contiguous"},
+    {"disp_tensor_set_grad", "grad", "autograd.h: NULL clears the gradient"},
+    {"disp_tensor_register_hook", "ctx", "autograd.h: the hook's own pointer, passed as is"},
+    {"disp_tensor_register_hook", "destroy", "autograd.h: destroy may be NULL"},
+    {"disp_tensor_register_hook", "id", "autograd.h: the handle is optional"},
+    {"disp_node_next", "input_nr", "autograd.h: input_nr may be NULL"},
+    {"disp_autograd_backward", "grad_tensors", "autograd.h: NULL means 1 for each one-element output"},
+    {"disp_autograd_grad", "grad_outputs", "autograd.h: NULL means 1 for each one-element output"},
     {"disp_optim_state", "step", "optim.h: step may be NULL"},
 };
 
@@ -90,6 +97,11 @@ void null_release_data(void *data, void *ctx) {
 }
 
 void null_release_handle(void *handle) { (void)handle; }
+
+disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx) {
+  (void)grad, (void)replacement, (void)ctx;
+  return DISP_OK;
+}
 
 /* A new reference to fx.tensor, for the _steal functions (which own it). */
 disp_tensor *null_new_tensor_ref(void) { return disp_tensor_retain(fx.tensor); }
@@ -125,6 +137,11 @@ static int make_objects(void) {
   memset(disp_tensor_data_ptr(fx.tensor), 0, 6 * sizeof(float));
   fx.tensors[0] = fx.tensors[1] = fx.tensor;
   if (disp_storage_new(64, fx.device, &fx.storage) != DISP_OK) return fail_setup("disp_storage_new");
+  if (disp_tensor_empty(fx.sizes, 2, DISP_DTYPE_FLOAT32, fx.device, &fx.leaf) != DISP_OK) return fail_setup("leaf");
+  memset(disp_tensor_data_ptr(fx.leaf), 0, 6 * sizeof(float));
+  if (disp_tensor_set_requires_grad(fx.leaf, 1) != DISP_OK ||
+      disp_aten_mul_Tensor(fx.leaf, fx.leaf, &fx.computed) != DISP_OK || !(fx.node = disp_tensor_grad_fn(fx.computed)))
+    return fail_setup("the autograd graph");
   if (!(fx.stack = disp_stack_new()) || disp_stack_push_int(fx.stack, 1) != DISP_OK)
     return fail_setup("the stack");
   if (disp_library_new(DISP_LIBRARY_DEF, "nulltest", DISP_KEY_UNDEFINED, "null.c", 1, &fx.lib) != DISP_OK ||
@@ -149,6 +166,8 @@ static void free_objects(void) {
   disp_optim_free(fx.optimizer);
   disp_stack_free(fx.stack);
   disp_tensor_release(fx.tensor);
+  disp_tensor_release(fx.computed);
+  disp_tensor_release(fx.leaf);
   disp_storage_release(fx.storage);
   disp_schema_free(fx.schema_owned);
   disp_library_free(fx.lib);

@@ -374,7 +374,7 @@ static void builtin_list(FILE *c) {
     builtin_node(c, "DISP_LIBRARY_IMPL", kinds[j].key, body);
   }
   builtin_node(c, "DISP_LIBRARY_IMPL", "AD_INPLACE_OR_VIEW", "aten_impl_AD_INPLACE_OR_VIEW");
-  builtin_node(c, "DISP_LIBRARY_IMPL", "AUTOGRAD", "aten_impl_AUTOGRAD");
+  builtin_node(c, "DISP_LIBRARY_IMPL", "AUTOGRAD", "disp__aten_impl_autograd");
   fprintf(c, "};\nconst size_t disp__builtin_library_count =\n"
              "    sizeof disp__builtin_libraries / sizeof *disp__builtin_libraries;\n");
 }
@@ -432,6 +432,21 @@ int main(int argc, char **argv) {
       params(k, schemas[d], sigs[d], 1, kinds[j].with_ks);
       fprintf(k, ");\n");
     }
+  fprintf(k, "\n/* The Autograd pass-through of every operator without a CompositeImplicitAutograd\n"
+             " * kernel; src/autograd registers it where no derivative formula is written. */\n"
+             "typedef struct disp__ag_passthrough { const char *op; disp_fn fn; int id; } disp__ag_passthrough;\n"
+             "/* Per operator (ATEN_ID): the formula src/autograd bound to it, NULL when none. Set once at\n"
+             " * registration, before any call can read it. */\n"
+             "extern const void *disp__aten_autograd_info[];\n"
+             "/* Grad mode on and t (NULL: None) requires grad; any element of l does. */\n"
+             "int disp__ag_requires_grad(const disp_tensor *t);\n"
+             "int disp__ag_list_requires_grad(disp_tensor_list l);\n"
+             "/* The Autograd kernel of every formula (src/autograd/record.c). */\n"
+             "disp_status disp__ag_record_kernel(const disp_op *op, disp_keyset ks, disp_stack *st, void *info);\n"
+             "extern const disp__ag_passthrough disp__aten_autograd_passthroughs[];\n"
+             "extern const size_t disp__aten_autograd_passthrough_count;\n"
+             "/* Registers the built-in Autograd kernels (src/autograd/record.c). */\n"
+             "void disp__aten_impl_autograd(disp_library *m);\n");
   fprintf(k, "\n#endif\n");
   fclose(k);
 
@@ -452,7 +467,8 @@ int main(int argc, char **argv) {
   for (int d = 0; d < NDECLS; d++) fprintf(c, "  ATEN_%s,\n", decls[d].id);
   fprintf(c, "  ATEN_COUNT\n};\n\nstatic const char *const aten_names[ATEN_COUNT] = {\n");
   for (int d = 0; d < NDECLS; d++) fprintf(c, "  \"%s\",\n", schemas[d]->qualified);
-  fprintf(c, "};\n\nstatic _Atomic(const disp_op *) aten_handles[ATEN_COUNT];\n\n"
+  fprintf(c, "};\n\nconst void *disp__aten_autograd_info[ATEN_COUNT];\n\n");
+  fprintf(c, "static _Atomic(const disp_op *) aten_handles[ATEN_COUNT];\n\n"
              "static void aten_forget(void) {\n"
              "  for (int i = 0; i < ATEN_COUNT; i++) atomic_store(&aten_handles[i], NULL);\n}\n\n"
              "static const disp_op *aten_op(int id) {\n"
@@ -550,7 +566,20 @@ int main(int argc, char **argv) {
     const disp_signature *sig = sigs[d];
     fprintf(c, "static disp_status autograd_%s(", decls[d].id);
     params(c, s, sig, 1, 1);
-    fprintf(c, ") {\n  disp_status st;\n  DISP_REDISPATCH(st, aten_op(ATEN_%s), disp_keyset_and(ks, disp_keyset_after_autograd()), (",
+    fprintf(c, ") {\n  const void *info = disp__aten_autograd_info[ATEN_%s];\n  if (info && (", decls[d].id);
+    int any = 0;
+    for (int i = 0; i < sig->nargs; i++) {
+      char nm[64];
+      arg_name(nm, sizeof nm, s->args[i].name);
+      if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR)
+        fprintf(c, "%sdisp__ag_requires_grad(%s)", any++ ? " || " : "", nm);
+      else if (sig->args[i] == DISP_CT_TENSOR_LIST)
+        fprintf(c, "%sdisp__ag_list_requires_grad(%s)", any++ ? " || " : "", nm);
+    }
+    fprintf(c, "%s))\n    return disp_call_boxed_kernel(aten_op(ATEN_%s), disp__ag_record_kernel, (void *)info, ks, ",
+            any ? "" : "0", decls[d].id);
+    call_args(c, s, sig);
+    fprintf(c, ");\n  disp_status st;\n  DISP_REDISPATCH(st, aten_op(ATEN_%s), disp_keyset_and(ks, disp_keyset_after_autograd()), (",
             decls[d].id);
     params(c, s, sig, 0, 0);
     fprintf(c, "), ");
@@ -625,13 +654,13 @@ int main(int argc, char **argv) {
             schemas[d]->qualified, decls[d].id);
   }
   fprintf(c, "}\n\n");
-  fprintf(c, "static void aten_impl_AUTOGRAD(disp_library *m) {\n");
+  fprintf(c, "const disp__ag_passthrough disp__aten_autograd_passthroughs[] = {\n");
   for (int d = 0; d < NDECLS; d++) {
     if (decls[d].kernels & DISP_K_CIA) continue;
-    fprintf(c, "  disp_library_impl(m, \"%s\", disp_kernel_unboxed(DISP_FN(autograd_%s), DISP_KERNEL_WITH_KEYSET), NULL);\n",
-            schemas[d]->qualified, decls[d].id);
+    fprintf(c, "  {\"%s\", DISP_FN(autograd_%s), ATEN_%s},\n", schemas[d]->qualified, decls[d].id, decls[d].id);
   }
-  fprintf(c, "}\n\n");
+  fprintf(c, "};\nconst size_t disp__aten_autograd_passthrough_count =\n"
+             "    sizeof disp__aten_autograd_passthroughs / sizeof *disp__aten_autograd_passthroughs;\n\n");
   builtin_list(c);
   fclose(c);
   for (int d = 0; d < NDECLS; d++) {

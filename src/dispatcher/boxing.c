@@ -55,7 +55,7 @@ disp_status disp__cvalue_box(disp_ctype t, const disp_cvalue *v, disp_stack *s) 
     case DISP_CT_BOOL_LIST: return disp_stack_push_bool_list(s, v->bools.data, v->bools.len);
     case DISP_CT_STR: return disp_stack_push_string(s, v->str);
     case DISP_CT_SCALAR: return disp_stack_push_scalar(s, v->scalar);
-    case DISP_CT_ENUM: return v->e < 0 ? disp_stack_push_none(s) : disp_stack_push_int(s, v->e);
+    case DISP_CT_ENUM: return v->e == -1 ? disp_stack_push_none(s) : disp_stack_push_int(s, v->e);
     case DISP_CT_DEVICE:
       return v->device.has_value ? disp_stack_push_device(s, v->device.type, v->device.index) : disp_stack_push_none(s);
     case DISP_CT_GENERATOR: return disp_stack_push_generator(s, v->ptr);

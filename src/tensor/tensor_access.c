@@ -112,6 +112,11 @@ void disp_tensor_set_keyset(disp_tensor *t, disp_keyset keys) {
 
 disp_status disp_tensor_set_requires_grad(disp_tensor *t, int requires_grad) {
   DISP_REFUSE_NULL(t);
+  if (t->has_grad_fn)
+    return disp__fail(DISP_ERR_INVALID_ARG, "you can only change requires_grad flags of leaf variables.%s",
+                      requires_grad ? ""
+                                    : " If you want to use a computed variable in a subgraph that doesn't "
+                                      "require differentiation use var_no_grad = var.detach().");
   if (requires_grad) {
     if (!disp_dtype_is_floating(t->dtype))
       return disp__fail(DISP_ERR_INVALID_ARG,
@@ -123,4 +128,9 @@ disp_status disp_tensor_set_requires_grad(disp_tensor *t, int requires_grad) {
   }
   t->requires_grad = (unsigned char)(requires_grad != 0);
   return DISP_OK;
+}
+
+void disp__tensor_set_grad_state(disp_tensor *t, int requires_grad, int has_grad_fn) {
+  t->requires_grad = (unsigned char)(requires_grad != 0);
+  t->has_grad_fn = (unsigned char)(has_grad_fn != 0);
 }

@@ -114,6 +114,7 @@ struct disp_tensor {
   void (*opaque_release)(void *handle);
 
   unsigned char requires_grad;
+  unsigned char has_grad_fn;  /* set by autograd: not a leaf */
   unsigned char is_inference;
   unsigned char is_contiguous; /* cached */
   unsigned char has_strides;   /* 0 for opaque tensors */
@@ -158,6 +159,10 @@ void disp__format_int_list(disp_strbuf *b, const int64_t *v, int n);
 /* Autograd slot: the previous meta, if any, is destroyed by set. */
 void *disp__tensor_autograd_meta(const disp_tensor *t);
 void disp__tensor_set_autograd_meta(disp_tensor *t, void *meta, void (*destroy)(void *meta));
+
+/* For autograd's history: a computed tensor requires grad and is no leaf,
+ * which disp_tensor_set_requires_grad's leaf checks read. No checks. */
+void disp__tensor_set_grad_state(disp_tensor *t, int requires_grad, int has_grad_fn);
 
 #endif /* DISP_TENSOR_INTERNAL_H */
 

@@ -1,0 +1,175 @@
+/*
+ * autograd_internal.h - the graph's data structures, shared by the files of
+ * src/autograd (meta.c, node.c, record.c, engine.c, the formula files).
+ *
+ * Ownership (Note [Who holds whom]):
+ *   tensor --meta.grad_fn--> node --edges--> next nodes --> ... --> AccumulateGrad --leaf--> leaf tensor
+ * A leaf's meta points at its AccumulateGrad weakly (meta.accumulator): the
+ * accumulator holds the leaf, so a strong pointer back would be a cycle. The
+ * accumulator clears the pointer when it dies. A node never holds its own
+ * outputs: a saved output is kept as a detached alias (same storage and
+ * version counter, no meta) and handed back with grad_fn = the node when a
+ * backward pass unpacks it.
+ */
+#ifndef DISP_AUTOGRAD_INTERNAL_H
+#define DISP_AUTOGRAD_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "disp.h"
+#include "disp/autograd.h"
+
+/* ---- edges and nodes --------------------------------------------------- */
+
+typedef struct ag_edge {
+  disp_node *fn;     /* owned reference; NULL: that input gets no gradient */
+  uint32_t input_nr; /* which gradient input of fn */
+} ag_edge;
+
+/* What a gradient flowing along an edge must look like: the forward
+ * input's shape, dtype and device (PyTorch's InputMetadata). */
+typedef struct ag_geom {
+  int ndim;
+  int64_t sizes[8]; /* ndim <= 8 here; larger shapes keep heap_sizes */
+  int64_t *heap_sizes;
+  disp_dtype dtype;
+  disp_device device;
+} ag_geom;
+
+typedef struct ag_hook {
+  struct ag_hook *next;
+  uint64_t id;
+  uint32_t output_nr; /* which gradient input of the node it watches */
+  disp_grad_hook fn;
+  void *ctx;
+  void (*destroy)(void *ctx);
+  struct ag_weak *retain; /* non-NULL: a retain_grad hook for this tensor */
+} ag_hook;
+
+/* The operations of one kind of node. */
+typedef struct ag_node_ops {
+  /* grads: num_inputs gradients (borrowed; NULL = undefined, i.e. zero).
+   * out: num_next slots, zeroed by the engine, filled with new references
+   * (NULL = no gradient). */
+  disp_status (*apply)(disp_node *n, disp_tensor *const *grads, disp_tensor **out);
+  void (*release_saved)(disp_node *n); /* may be NULL */
+  void (*destroy_state)(disp_node *n); /* may be NULL */
+} ag_node_ops;
+
+struct disp_node {
+  atomic_size_t refs;
+  const ag_node_ops *ops;
+  const char *name;     /* static, or owned when name_owned */
+  const char *fwd_op;   /* forward operator's name (anomaly mode), static */
+  uint64_t seq;         /* creation order: later nodes run first */
+  uint32_t num_inputs;  /* gradients it receives: outputs of the forward op */
+  uint32_t num_next;
+  ag_edge *next;        /* num_next */
+  ag_geom *geom;        /* num_next: what each outgoing gradient must look like */
+  ag_hook *pre_hooks;   /* tensor hooks on its outputs */
+  unsigned char released;   /* saved tensors freed by a backward pass */
+  unsigned char name_owned;
+  void *state;          /* the kind's own data */
+  disp_node *dying_next; /* Note [Freeing long graphs] */
+  struct ag_task *task;  /* the running backward pass's data for this node */
+};
+
+/* A new node with refs 1, num_next edges (unset) and geometry slots;
+ * NULL (message set) on OOM. */
+disp_node *disp__node_new(const ag_node_ops *ops, const char *name, uint32_t num_inputs,
+                          uint32_t num_next);
+disp_node *disp__node_retain(disp_node *n);
+void disp__node_release(disp_node *n); /* NULL ok; frees the chain iteratively */
+
+/* Records t's geometry into g (no allocation below 9 dims; 1 on OOM). */
+int disp__geom_set(ag_geom *g, const disp_tensor *t);
+void disp__geom_clear(ag_geom *g);
+const int64_t *disp__geom_sizes(const ag_geom *g);
+
+/* The message for a second backward through freed saved tensors. */
+disp_status disp__node_fail_released(const disp_node *n);
+
+/* ---- per-tensor autograd data (the tensor's autograd slot) ------------- */
+
+/* A pointer to a tensor that does not keep it alive (retain_grad hooks):
+ * cleared when the tensor dies. Refcounted between the meta and hooks. */
+typedef struct ag_weak {
+  atomic_size_t refs;
+  disp_tensor *t;
+} ag_weak;
+
+void disp__weak_release(ag_weak *w);
+
+typedef struct ag_meta {
+  disp_tensor *grad;       /* owned */
+  disp_node *grad_fn;      /* owned; NULL for leaves */
+  uint32_t output_nr;
+  disp_node *accumulator;  /* weak: a leaf's AccumulateGrad, see the Note */
+  ag_weak *weak;           /* created on demand */
+  ag_hook *leaf_hooks;     /* a leaf's hooks, run by its AccumulateGrad */
+  unsigned char retains_grad;
+} ag_meta;
+
+/* The meta of t, or NULL when it has none. */
+ag_meta *disp__meta_get(const disp_tensor *t);
+/* The meta of t, created when missing; NULL (message set) on OOM. */
+ag_meta *disp__meta_ensure(disp_tensor *t);
+
+/*
+ * disp__set_history - makes `node` output `output_nr` t's grad_fn (t then
+ * requires grad and is no leaf); a NULL node makes t a leaf that does not
+ * require grad. Returns nonzero on OOM (message set).
+ */
+int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr);
+
+/*
+ * disp__gradient_edge - where t's gradient goes: (grad_fn, output_nr) for a
+ * computed tensor, (its AccumulateGrad, 0) for a leaf that requires grad -
+ * created on first use - and (NULL, 0) otherwise. The node is a new
+ * reference. Nonzero on OOM.
+ */
+int disp__gradient_edge(disp_tensor *t, ag_edge *out);
+
+/* ---- saved tensors ------------------------------------------------------ */
+
+/* PyTorch's SavedVariable: a tensor kept for the backward pass with the
+ * version it had then. */
+typedef struct ag_saved {
+  disp_tensor *data;     /* owned: the input itself, or a detached alias of an output */
+  uint64_t version;
+  uint32_t output_nr;
+  unsigned char is_output;
+  unsigned char defined;
+} ag_saved_var;
+
+/* Saves t (NULL: an undefined saved tensor). is_output: t is an output of
+ * the node being recorded. Nonzero on OOM. */
+int disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t output_nr);
+
+/*
+ * disp__saved_unpack - the saved tensor for a backward pass of `node` (new
+ * reference in *out; NULL for an undefined one): checks the version
+ * ("one of the variables needed for gradient computation has been modified
+ * by an inplace operation: ..."), and gives an output back with grad_fn =
+ * node so create_graph can differentiate through it. After release:
+ * PyTorch's "Trying to backward through the graph a second time" message.
+ */
+disp_status disp__saved_unpack(const ag_saved_var *s, disp_node *node, disp_tensor **out);
+void disp__saved_clear(ag_saved_var *s);
+
+/* ---- engine helpers ----------------------------------------------------- */
+
+/* The key set below autograd for redispatch from an autograd kernel. */
+disp_keyset disp__ag_below(disp_keyset ks);
+
+/* Nonzero when grad mode is on and t requires grad (t may be NULL). */
+static inline int disp__ag_requires(const disp_tensor *t) { return t && disp_tensor_requires_grad(t); }
+
+/* Sequence numbers: one thread-independent counter. */
+uint64_t disp__ag_next_seq(void);
+
+/* Anomaly mode's state (autograd_modes.c). */
+int disp__ag_anomaly(void);
+
+#endif /* DISP_AUTOGRAD_INTERNAL_H */

@@ -1,0 +1,102 @@
+/*
+ * formula.h - how a derivative formula is written (PyTorch's
+ * derivatives.yaml entries, as C).
+ *
+ * A formula names its operator, the node PyTorch records for it, the
+ * differentiable arguments (1.13's derivatives.yaml decides which), the
+ * tensors the backward needs, and a backward function. record.c does
+ * everything else for every formula alike: the requires_grad test, saving,
+ * the redispatch below autograd, the node, the outputs' history. The engine
+ * reduces a broadcast gradient to its input's shape and casts it to the
+ * input's dtype (PyTorch's validate_outputs), so formulas return the
+ * gradient in the forward's broadcast shape.
+ *
+ *   static disp_status mul_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+ *     disp_status st = DISP_OK;
+ *     if (ag_needs(c, 0)) st = disp_aten_mul_Tensor(g[0], ag_saved(c, 1), &out[0]);
+ *     if (st == DISP_OK && ag_needs(c, 1)) st = disp_aten_mul_Tensor(g[0], ag_saved(c, 0), &out[1]);
+ *     return st;
+ *   }
+ *   {"aten::mul.Tensor", "MulBackward0", "self,other", "self,other", mul_backward},
+ *
+ * Backward functions call operators through the dispatcher (disp/aten.h),
+ * so with create_graph they are recorded too (second derivatives), and a
+ * backend's own kernel for e.g. threshold_backward is the one used.
+ * Output gradients g[i] are borrowed and may be NULL when only some outputs
+ * of a multi-output op got a gradient; the engine skips a node none of
+ * whose outputs did. Results are new references in out[j], one per
+ * differentiable input in the order of `inputs`; leave NULL for "zero".
+ * Outputs of an integer or bool dtype (indices, masks) never get a
+ * gradient.
+ */
+#ifndef DISP_AUTOGRAD_FORMULA_H
+#define DISP_AUTOGRAD_FORMULA_H
+
+#include "autograd_internal.h"
+#include "disp/aten.h"
+
+typedef struct ag_ctx ag_ctx;
+
+typedef disp_status (*ag_backward_fn)(ag_ctx *c, disp_tensor *const *grads, disp_tensor **out);
+
+typedef struct ag_formula {
+  const char *op;     /* qualified name with overload: "aten::mul.Tensor" */
+  const char *node;   /* PyTorch's node name: "MulBackward0" */
+  const char *inputs; /* differentiable arguments, comma-separated names */
+  const char *saved;  /* argument names, "result" (first output) or "result1"...; "" for none */
+  ag_backward_fn backward;
+  const char *nondiff; /* outputs derivatives.yaml marks not differentiable ("result1"); NULL none */
+} ag_formula;
+
+/* The i-th tensor of `saved`, version-checked (borrowed; NULL when it was
+ * None). */
+disp_tensor *ag_saved(ag_ctx *c, int i);
+
+/* Forward argument `pos` (schema position) for non-tensor arguments. */
+const disp_value *ag_arg(ag_ctx *c, int pos);
+int64_t ag_int(ag_ctx *c, int pos);
+double ag_double(ag_ctx *c, int pos);
+int ag_bool(ag_ctx *c, int pos);
+disp_scalar ag_scalar(ag_ctx *c, int pos);          /* None: kind DISP_SCALAR_NONE */
+disp_int_list ag_int_list(ag_ctx *c, int pos);      /* borrowed from the node */
+int ag_is_none(ag_ctx *c, int pos);
+
+/* How many gradients the backward returns: one per differentiable
+ * argument, one per element of a differentiable Tensor[] argument. */
+int ag_num_inputs(ag_ctx *c);
+
+/* Whether the j-th differentiable input needs a gradient. */
+int ag_needs(ag_ctx *c, int j);
+
+/* The j-th differentiable input's shape, dtype, device at forward time. */
+const int64_t *ag_input_sizes(ag_ctx *c, int j, int *ndim);
+disp_dtype ag_input_dtype(ag_ctx *c, int j);
+disp_device ag_input_device(ag_ctx *c, int j);
+
+/* Whether the backward pass records a graph (create_graph). */
+int ag_create_graph(ag_ctx *c);
+
+/* ---- helpers formulas share -------------------------------------------- */
+
+/* A tensor of zeros with the j-th input's shape, dtype and device. */
+disp_status ag_zeros_like_input(ag_ctx *c, int j, disp_tensor **out);
+
+/* grad summed down to `sizes` (PyTorch's at::sum_to); a new reference (the
+ * same tensor, retained, when the shapes agree). */
+disp_status ag_sum_to(disp_tensor *grad, const int64_t *sizes, int ndim, disp_tensor **out);
+
+/* ---- the formula tables -------------------------------------------------- */
+
+typedef struct ag_formula_set {
+  const ag_formula *formulas;
+  size_t n;
+} ag_formula_set;
+
+/* One per formula file; record.c registers them all. */
+extern const ag_formula_set disp__ag_formulas_pointwise;
+extern const ag_formula_set disp__ag_formulas_reduce;
+extern const ag_formula_set disp__ag_formulas_linalg;
+extern const ag_formula_set disp__ag_formulas_nn;
+extern const ag_formula_set disp__ag_formulas_shape;
+
+#endif /* DISP_AUTOGRAD_FORMULA_H */

@@ -1,0 +1,139 @@
+/*
+ * hooks.c - tensor hooks and retain_grad.
+ *
+ * A leaf's hooks live in its meta and run in its AccumulateGrad before the
+ * gradient is added; a computed tensor's hooks are pre-hooks of its
+ * grad_fn, watching the gradient input output_nr (PyTorch 1.13 registers
+ * them the same way). retain_grad is one more pre-hook, run after the
+ * others, that copies the gradient into the tensor through a weak pointer
+ * (a strong one would be a cycle: tensor -> grad_fn -> hook -> tensor).
+ */
+#include <stdlib.h>
+
+#include "argcheck_internal.h"
+#include "autograd_internal.h"
+#include "error_internal.h"
+#include "record_internal.h"
+
+static uint64_t next_hook_id = 1;
+
+static ag_weak *weak_of(disp_tensor *t, ag_meta *m) {
+  if (!m->weak) {
+    m->weak = calloc(1, sizeof *m->weak);
+    if (!m->weak) return NULL;
+    atomic_init(&m->weak->refs, 1);
+    m->weak->t = t;
+  }
+  atomic_fetch_add_explicit(&m->weak->refs, 1, memory_order_relaxed);
+  return m->weak;
+}
+
+/* Appends h to the list at *head (registration order). */
+static void append(ag_hook **head, ag_hook *h) {
+  while (*head) head = &(*head)->next;
+  *head = h;
+}
+
+disp_status disp_tensor_register_hook(disp_tensor *t, disp_grad_hook fn, void *ctx, void (*destroy)(void *ctx),
+                                      uint64_t *id) {
+  DISP_REFUSE_NULL(t);
+  DISP_REFUSE_NULL(fn);
+  if (id) *id = 0;
+  if (!disp_tensor_requires_grad(t))
+    return disp__fail(DISP_ERR_INVALID_ARG, "cannot register a hook on a tensor that doesn't require gradient");
+  ag_meta *m = disp__meta_ensure(t);
+  ag_hook *h = m ? calloc(1, sizeof *h) : NULL;
+  if (!h) return disp__fail(DISP_ERR_NO_MEMORY, "register_hook: out of memory");
+  h->id = __atomic_fetch_add(&next_hook_id, 1, __ATOMIC_RELAXED);
+  h->fn = fn;
+  h->ctx = ctx;
+  h->destroy = destroy;
+  if (m->grad_fn) {
+    h->output_nr = m->output_nr;
+    append(&m->grad_fn->pre_hooks, h);
+  } else {
+    append(&m->leaf_hooks, h);
+  }
+  if (id) *id = h->id;
+  return DISP_OK;
+}
+
+static int unlink_hook(ag_hook **head, uint64_t id) {
+  for (; *head; head = &(*head)->next) {
+    ag_hook *h = *head;
+    if (h->id != id || h->retain) continue;
+    *head = h->next;
+    if (h->destroy) h->destroy(h->ctx);
+    free(h);
+    return 1;
+  }
+  return 0;
+}
+
+disp_status disp_tensor_remove_hook(disp_tensor *t, uint64_t id) {
+  DISP_REFUSE_NULL(t);
+  ag_meta *m = disp__meta_get(t);
+  if (m && (unlink_hook(&m->leaf_hooks, id) || (m->grad_fn && unlink_hook(&m->grad_fn->pre_hooks, id))))
+    return DISP_OK;
+  return disp__fail(DISP_ERR_INVALID_ARG, "remove_hook: no hook with id %llu on this tensor",
+                    (unsigned long long)id);
+}
+
+disp_status disp_tensor_retain_grad(disp_tensor *t) {
+  DISP_REFUSE_NULL(t);
+  if (!disp_tensor_requires_grad(t))
+    return disp__fail(DISP_ERR_INVALID_ARG, "can't retain_grad on Tensor that has requires_grad=False");
+  ag_meta *m = disp__meta_get(t);
+  if (!m || !m->grad_fn || m->retains_grad) return DISP_OK; /* leaves keep their grad anyway */
+  ag_hook *h = calloc(1, sizeof *h);
+  if (h) h->retain = weak_of(t, m);
+  if (!h || !h->retain) {
+    free(h);
+    return disp__fail(DISP_ERR_NO_MEMORY, "retain_grad: out of memory");
+  }
+  h->output_nr = m->output_nr;
+  append(&m->grad_fn->pre_hooks, h);
+  m->retains_grad = 1;
+  return DISP_OK;
+}
+
+/* retain_grad's effect: the first gradient cloned, later ones added. */
+static disp_status retain(ag_weak *w, disp_tensor *grad) {
+  disp_tensor *t = w->t;
+  if (!t || !grad) return DISP_OK;
+  ag_meta *m = disp__meta_get(t);
+  disp_tensor *sum;
+  disp_status st = m->grad ? disp_aten_add_Tensor(m->grad, grad, disp_scalar_int(1), &sum)
+                           : disp_aten_clone(grad, -1, &sum);
+  if (st != DISP_OK) return st;
+  disp_tensor_release(m->grad);
+  m->grad = sum;
+  return DISP_OK;
+}
+
+/* Runs one hook on *grad (a reference the caller owns), replacing it. */
+static disp_status run_one(ag_hook *h, disp_tensor **grad) {
+  if (h->retain) return retain(h->retain, *grad);
+  if (!*grad) return DISP_OK;
+  disp_tensor *repl = NULL;
+  disp_status st = h->fn(*grad, &repl, h->ctx);
+  if (st != DISP_OK) {
+    disp_tensor_release(repl);
+    return st;
+  }
+  if (repl) {
+    disp_tensor_release(*grad);
+    *grad = repl;
+  }
+  return DISP_OK;
+}
+
+disp_status disp__hooks_run(ag_hook *list, int watch_nr, disp_tensor **grad) {
+  for (int pass = 0; pass < 2; pass++) /* tensor hooks, then retain_grad (1.13's order) */
+    for (ag_hook *h = list; h; h = h->next) {
+      if ((h->retain != NULL) != pass || (watch_nr >= 0 && h->output_nr != (uint32_t)watch_nr)) continue;
+      disp_status st = run_one(h, grad);
+      if (st != DISP_OK) return st;
+    }
+  return DISP_OK;
+}

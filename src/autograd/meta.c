@@ -1,0 +1,148 @@
+/*
+ * meta.c - the autograd data a tensor carries (grad, grad_fn, a leaf's
+ * accumulator, hooks) and the public functions that read and set it.
+ */
+#include <stdlib.h>
+
+#include "argcheck_internal.h"
+#include "autograd_internal.h"
+#include "error_internal.h"
+#include "tensor/tensor_internal.h"
+
+void disp__weak_release(ag_weak *w) {
+  if (w && atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1) free(w);
+}
+
+static void hooks_free(ag_hook *h) {
+  for (ag_hook *nx; h; h = nx) {
+    nx = h->next;
+    if (h->destroy) h->destroy(h->ctx);
+    if (h->retain) disp__weak_release(h->retain);
+    free(h);
+  }
+}
+
+static void meta_destroy(void *p) {
+  ag_meta *m = p;
+  disp_tensor_release(m->grad);
+  disp__node_release(m->grad_fn);
+  if (m->weak) {
+    m->weak->t = NULL;
+    disp__weak_release(m->weak);
+  }
+  hooks_free(m->leaf_hooks);
+  free(m);
+}
+
+ag_meta *disp__meta_get(const disp_tensor *t) { return t ? disp__tensor_autograd_meta(t) : NULL; }
+
+ag_meta *disp__meta_ensure(disp_tensor *t) {
+  ag_meta *m = disp__tensor_autograd_meta(t);
+  if (m) return m;
+  m = calloc(1, sizeof *m);
+  if (!m) {
+    disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
+    return NULL;
+  }
+  disp__tensor_set_autograd_meta(t, m, meta_destroy);
+  return m;
+}
+
+int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr) {
+  ag_meta *m = node || disp__meta_get(t) ? disp__meta_ensure(t) : NULL;
+  if (node && !m) return 1;
+  if (m) {
+    disp__node_retain(node);
+    disp__node_release(m->grad_fn);
+    m->grad_fn = node;
+    m->output_nr = node ? output_nr : 0;
+  }
+  disp__tensor_set_grad_state(t, node != NULL, node != NULL);
+  return 0;
+}
+
+/* ---- AccumulateGrad is in accumulate.c; the edge to it starts here ------ */
+
+disp_node *disp__accumulator_new(disp_tensor *leaf); /* accumulate.c */
+
+int disp__gradient_edge(disp_tensor *t, ag_edge *out) {
+  out->fn = NULL;
+  out->input_nr = 0;
+  ag_meta *m = disp__meta_get(t);
+  if (m && m->grad_fn) {
+    out->fn = disp__node_retain(m->grad_fn);
+    out->input_nr = m->output_nr;
+    return 0;
+  }
+  if (!disp_tensor_requires_grad(t)) return 0;
+  if (!m && !(m = disp__meta_ensure(t))) return 1;
+  if (!m->accumulator) {
+    m->accumulator = disp__accumulator_new(t); /* holds t; clears m->accumulator when it dies */
+    if (!m->accumulator) return 1;
+    out->fn = m->accumulator;
+    return 0;
+  }
+  out->fn = disp__node_retain(m->accumulator);
+  return 0;
+}
+
+/* ---- public accessors --------------------------------------------------- */
+
+disp_tensor *disp_tensor_grad(const disp_tensor *t) {
+  DISP_REFUSE_NULL_PTR(t);
+  ag_meta *m = disp__meta_get(t);
+  return m ? m->grad : NULL;
+}
+
+static int same_sizes(const disp_tensor *a, const disp_tensor *b) {
+  int nd = disp_tensor_ndim(a);
+  if (nd != disp_tensor_ndim(b)) return 0;
+  for (int i = 0; i < nd; i++)
+    if (disp_tensor_sizes(a)[i] != disp_tensor_sizes(b)[i]) return 0;
+  return 1;
+}
+
+disp_status disp_tensor_set_grad(disp_tensor *t, disp_tensor *grad) {
+  DISP_REFUSE_NULL(t);
+  if (grad) {
+    if (grad == t) return disp__fail(DISP_ERR_INVALID_ARG, "can't assign Variable as its own grad");
+    if (disp_tensor_dtype(grad) != disp_tensor_dtype(t))
+      return disp__fail(DISP_ERR_INVALID_ARG, "assigned grad has data of a different type");
+    disp_device a = disp_tensor_device(grad), b = disp_tensor_device(t);
+    if (a.type != b.type || a.index != b.index)
+      return disp__fail(DISP_ERR_INVALID_ARG, "assigned grad has data located on a different device");
+    if (!same_sizes(grad, t)) return disp__fail(DISP_ERR_INVALID_ARG, "assigned grad has data of a different size");
+  }
+  ag_meta *m = grad ? disp__meta_ensure(t) : disp__meta_get(t);
+  if (!m) return grad ? DISP_ERR_NO_MEMORY : DISP_OK;
+  disp_tensor_retain(grad);
+  disp_tensor_release(m->grad);
+  m->grad = grad;
+  return DISP_OK;
+}
+
+disp_node *disp_tensor_grad_fn(const disp_tensor *t) {
+  DISP_REFUSE_NULL_PTR(t);
+  ag_meta *m = disp__meta_get(t);
+  return m ? m->grad_fn : NULL;
+}
+
+int disp_tensor_is_leaf(const disp_tensor *t) {
+  ag_meta *m = disp__meta_get(t);
+  return !m || !m->grad_fn;
+}
+
+int disp_tensor_output_nr(const disp_tensor *t) {
+  ag_meta *m = disp__meta_get(t);
+  return m && m->grad_fn ? (int)m->output_nr : 0;
+}
+
+int disp_tensor_retains_grad(const disp_tensor *t) {
+  ag_meta *m = disp__meta_get(t);
+  return m && m->retains_grad;
+}
+
+disp_status disp_tensor_detach_(disp_tensor *t) {
+  DISP_REFUSE_NULL(t);
+  return disp__set_history(t, NULL, 0) ? DISP_ERR_NO_MEMORY : DISP_OK;
+}

@@ -1,0 +1,240 @@
+/*
+ * record.c - the Autograd kernel every derivative formula shares (what
+ * PyTorch generates per operator into VariableType), and the registration
+ * of the built-in Autograd kernels.
+ *
+ * For a call whose differentiable inputs require grad (in grad mode) it:
+ * refuses in-place updates of leaves that require grad, builds the node
+ * with one edge per differentiable input, saves what the formula needs,
+ * runs the operator below autograd, and makes the node the grad_fn of the
+ * floating-point outputs. Otherwise it only redispatches below autograd.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "aten_kernels.h"
+#include "error_internal.h"
+#include "formula.h"
+#include "record_internal.h"
+
+disp_keyset disp__ag_below(disp_keyset ks) { return disp_keyset_and(ks, disp_keyset_after_autograd()); }
+
+/* ---- what a formula's names mean for its operator ------------------------ */
+
+static int arg_index(const disp_schema *s, const char *name, size_t len) {
+  for (size_t i = 0; i < disp_schema_num_arguments(s); i++) {
+    const char *a = disp_schema_argument_name(s, i);
+    if (strlen(a) == len && !strncmp(a, name, len)) return (int)i;
+  }
+  return -1;
+}
+
+/* "result" is output 0, "resultN" output N; anything else an argument. */
+static int parse_name(const disp_schema *s, const char *name, size_t len, int *pos) {
+  if (len >= 6 && !strncmp(name, "result", 6)) {
+    int k = len == 6 ? 0 : atoi(name + 6);
+    if (k < 0 || (size_t)k >= disp_schema_num_returns(s)) return 1;
+    *pos = -1 - k;
+    return 0;
+  }
+  *pos = arg_index(s, name, len);
+  return *pos < 0;
+}
+
+/* Splits a comma-separated list into positions; nonzero on a bad name. */
+static int parse_list(const disp_schema *s, const char *list, int *pos, int max, int *n) {
+  *n = 0;
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (*n == max || parse_name(s, p, len, &pos[*n])) return 1;
+    (*n)++;
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
+static int is_tensor_list(const disp_schema *s, int pos) {
+  const disp_type *t = disp_schema_argument_type(s, (size_t)pos);
+  return disp_schema_type_kind(t) == DISP_TYPE_LIST;
+}
+
+int disp__ag_info_init(ag_op_info *info, const disp_op *op, const ag_formula *f) {
+  const disp_schema *s = disp_op_schema(op);
+  memset(info, 0, sizeof *info);
+  info->f = f;
+  info->op = op;
+  info->name = disp_op_name(op);
+  info->nargs = (int)disp_schema_num_arguments(s);
+  info->nrets = (int)disp_schema_num_returns(s);
+  if (parse_list(s, f->inputs, info->diff, AG_MAX_POS, &info->ndiff) ||
+      parse_list(s, f->saved, info->saved, AG_MAX_POS, &info->nsaved))
+    return 1;
+  int nd = 0, pos[AG_MAX_POS];
+  if (f->nondiff && parse_list(s, f->nondiff, pos, AG_MAX_POS, &nd)) return 1;
+  for (int k = 0; k < nd; k++) {
+    if (pos[k] >= 0) return 1;
+    info->nondiff |= 1u << (-1 - pos[k]);
+  }
+  for (int j = 0; j < info->ndiff; j++) {
+    if (info->diff[j] < 0) return 1;
+    if (is_tensor_list(s, info->diff[j])) info->list_input = 1;
+  }
+  for (int i = 0; i < info->nargs && i < 32; i++)
+    if (disp_schema_argument_is_write(s, (size_t)i)) info->written |= 1u << i;
+  return 0;
+}
+
+/* ---- the decision -------------------------------------------------------- */
+
+static const disp_value *arg_at(disp_stack *st, const ag_op_info *info, int pos) {
+  return disp_stack_at(st, disp_stack_size(st) - (size_t)info->nargs + (size_t)pos);
+}
+
+static int value_requires_grad(const disp_value *v) {
+  if (v->tag == DISP_VALUE_TENSOR) return disp_tensor_requires_grad(v->u.tensor);
+  if (v->tag == DISP_VALUE_TENSOR_LIST)
+    for (size_t i = 0; i < v->u.tensors.len; i++)
+      if (disp__ag_requires(v->u.tensors.data[i])) return 1;
+  return 0;
+}
+
+static int wants_graph(disp_stack *st, const ag_op_info *info) {
+  if (!disp_grad_mode_enabled()) return 0;
+  for (int j = 0; j < info->ndiff; j++)
+    if (value_requires_grad(arg_at(st, info, info->diff[j]))) return 1;
+  return 0;
+}
+
+/* PyTorch's check_inplace: a leaf that requires grad is never written. */
+static disp_status check_inplace(disp_stack *st, const ag_op_info *info) {
+  for (int i = 0; i < info->nargs && i < 32; i++) {
+    if (!(info->written & (1u << i))) continue;
+    const disp_value *v = arg_at(st, info, i);
+    if (v->tag != DISP_VALUE_TENSOR) continue;
+    disp_tensor *t = v->u.tensor;
+    if (disp_tensor_requires_grad(t) && disp_tensor_is_leaf(t))
+      return disp__fail(DISP_ERR_INVALID_ARG, "a leaf Variable that requires grad is being used in an in-place "
+                                              "operation.");
+  }
+  return DISP_OK;
+}
+
+/* ---- the node ------------------------------------------------------------ */
+
+/* Counts the edges: one per differentiable tensor, one per element of a
+ * differentiable Tensor[]. */
+static uint32_t count_edges(disp_stack *st, const ag_op_info *info) {
+  uint32_t n = 0;
+  for (int j = 0; j < info->ndiff; j++) {
+    const disp_value *v = arg_at(st, info, info->diff[j]);
+    n += v->tag == DISP_VALUE_TENSOR_LIST ? (uint32_t)v->u.tensors.len : 1;
+  }
+  return n;
+}
+
+static int add_edge(disp_node *n, uint32_t e, disp_tensor *t) {
+  if (!t) return 0; /* None: no gradient; geometry stays empty */
+  return disp__gradient_edge(t, &n->next[e]) || disp__geom_set(&n->geom[e], t);
+}
+
+static int collect_edges(disp_node *n, disp_stack *st, const ag_op_info *info) {
+  uint32_t e = 0;
+  for (int j = 0; j < info->ndiff; j++) {
+    const disp_value *v = arg_at(st, info, info->diff[j]);
+    if (v->tag == DISP_VALUE_TENSOR_LIST) {
+      for (size_t i = 0; i < v->u.tensors.len; i++)
+        if (add_edge(n, e++, v->u.tensors.data[i])) return 1;
+    } else if (add_edge(n, e++, v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Non-tensor arguments are copied; tensors are kept only where saved. */
+static int copy_args(ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
+  fs->args_stack = disp_stack_new();
+  if (!fs->args_stack) return 1;
+  for (int i = 0; i < info->nargs; i++) {
+    const disp_value *v = arg_at(st, info, i);
+    int tensorish = v->tag == DISP_VALUE_TENSOR || v->tag == DISP_VALUE_TENSOR_LIST || v->tag == DISP_VALUE_STORAGE;
+    if (disp_stack_push_value(fs->args_stack, tensorish ? &(disp_value){0} : v) != DISP_OK) return 1;
+  }
+  return 0;
+}
+
+/* Saves the inputs the formula names; one the op writes is saved as a
+ * clone of its value before the write (PyTorch's original_self). */
+static disp_status save_inputs(ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
+  for (int k = 0; k < info->nsaved; k++) {
+    int pos = info->saved[k];
+    if (pos < 0) continue;
+    const disp_value *v = arg_at(st, info, pos);
+    disp_tensor *t = v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL, *keep = NULL;
+    if (t && (info->written & (1u << pos))) {
+      disp_tls_state g = disp_grad_mode_push(0);
+      disp_status s = disp_aten_clone(t, -1, &keep);
+      disp_tls_restore(g);
+      if (s != DISP_OK) return s;
+      t = keep;
+    }
+    int oom = disp__saved_set(&fs->saved[k], t, 0, 0);
+    disp_tensor_release(keep);
+    if (oom) return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory saving %s", info->name);
+  }
+  return DISP_OK;
+}
+
+static int differentiable_output(const disp_value *v) {
+  return v->tag == DISP_VALUE_TENSOR && disp_dtype_is_floating(disp_tensor_dtype(v->u.tensor));
+}
+
+/* After the op: outputs get their history, saved outputs are kept. */
+static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
+  size_t base = disp_stack_size(st) - (size_t)info->nrets;
+  for (int i = 0; i < info->nrets; i++) {
+    const disp_value *v = disp_stack_at(st, base + (size_t)i);
+    if (!(info->nondiff & (1u << i)) && differentiable_output(v) && disp__set_history(v->u.tensor, n, (uint32_t)i)) return DISP_ERR_NO_MEMORY;
+  }
+  for (int k = 0; k < info->nsaved; k++) {
+    int pos = info->saved[k];
+    if (pos >= 0) continue;
+    const disp_value *v = disp_stack_at(st, base + (size_t)(-1 - pos));
+    disp_tensor *t = v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL;
+    if (disp__saved_set(&fs->saved[k], t, 1, (uint32_t)(-1 - pos)))
+      return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory saving %s", info->name);
+  }
+  return DISP_OK;
+}
+
+static disp_status run_below(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
+  disp_tls_state g = disp_tls_below_adinplaceorview_push();
+  disp_status s = disp_redispatch_boxed(info->op, disp__ag_below(ks), st);
+  disp_tls_restore(g);
+  return s;
+}
+
+static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
+  disp_status s = check_inplace(st, info);
+  if (s != DISP_OK) return s;
+  disp_node *n = disp__formula_node_new(info, count_edges(st, info));
+  if (!n) return DISP_ERR_NO_MEMORY;
+  ag_formula_state *fs = n->state;
+  if (collect_edges(n, st, info) || copy_args(fs, st, info))
+    s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
+  if (s == DISP_OK) s = save_inputs(fs, st, info);
+  if (s == DISP_OK) s = run_below(info, ks, st);
+  if (s == DISP_OK) s = finish_outputs(n, fs, st, info);
+  disp__node_release(n); /* the outputs hold it now */
+  return s;
+}
+
+disp_status disp__ag_record_kernel(const disp_op *op, disp_keyset ks, disp_stack *st, void *user_data) {
+  const ag_op_info *info = user_data;
+  (void)op;
+  size_t base = disp_stack_size(st) - (size_t)info->nargs;
+  disp_status s = wants_graph(st, info) ? record(info, ks, st) : run_below(info, ks, st);
+  if (s != DISP_OK && disp_stack_size(st) > base) disp_stack_drop(st, disp_stack_size(st) - base);
+  return s;
+}
