@@ -270,6 +270,7 @@ static int run_config(const config *c, const double *ref, int64_t *worst) {
 }
 
 TEST(matches_libtorch) {
+  printf("  update loops for CPU capability %s\n", disp_cpu_capability());
   for (size_t i = 0; i < NCONFIGS; ++i) {
     int64_t worst = -1;
     if (run_config(&kConfigs[i], kRef[i], &worst) != 0) TEST_FAIL_("configuration %s failed", kConfigs[i].name);
@@ -531,20 +532,39 @@ TEST(bad_gradients_update_nothing) {
   disp_optimizer *opt = NULL;
   ASSERT_OK(disp_optim_adam_new(ps, 2, &o, &opt));
   ASSERT_TRUE(give_grad(a, 1.0f) && give_grad(b, 1.0f));
-  /* b's gradient becomes float64 behind set_grad's back: the step refuses before touching a */
+  /* b's gradient changes shape after set_grad checked it: the step refuses before touching a */
+  int64_t four = 4;
+  disp_tensor *r = NULL;
+  ASSERT_OK(disp_aten_resize_(disp_tensor_grad(b), (disp_int_list){&four, 1}, -1, &r));
+  disp_tensor_release(r);
+  ASSERT_STATUS(disp_optim_step(opt), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "the gradient of parameter 1 differs from the parameter");
+  ASSERT_TRUE(((float *)disp_tensor_data_ptr(a))[0] == 1.0f);
+  disp_tensor *s = NULL;
+  ASSERT_OK(disp_optim_state(opt, 0, "exp_avg", &s, NULL));
+  ASSERT_TRUE(s == NULL);
+  /* a float64 gradient is refused by set_grad itself */
   int64_t n = 3;
   disp_tensor *g64 = NULL;
   ASSERT_OK(disp_tensor_empty(&n, 1, DISP_DTYPE_FLOAT64, disp_device_make(DISP_BACKEND_CPU, -1), &g64));
-  if (disp_tensor_set_grad(b, g64) == DISP_OK) {
-    ASSERT_STATUS(disp_optim_step(opt), DISP_ERR_INVALID_ARG);
-    ASSERT_CONTAINS(disp_last_error(), "the gradient of parameter 1 differs");
-    ASSERT_TRUE(((float *)disp_tensor_data_ptr(a))[0] == 1.0f);
-    disp_tensor *s = NULL;
-    ASSERT_OK(disp_optim_state(opt, 0, "exp_avg", &s, NULL));
-    ASSERT_TRUE(s == NULL);
-  } else {
-    ASSERT_CONTAINS(disp_last_error(), "assigned grad has data of a different type");
-  }
+  ASSERT_STATUS(disp_tensor_set_grad(b, g64), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "assigned grad has data of a different type");
+  /* a non-contiguous gradient is read through a contiguous copy: every other element of [6] */
+  int64_t six = 6, stride = 2;
+  disp_tensor *base = NULL, *view = NULL;
+  ASSERT_OK(disp_tensor_empty(&six, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &base));
+  for (int i = 0; i < 6; ++i) ((float *)disp_tensor_data_ptr(base))[i] = (float)i;
+  ASSERT_OK(disp_tensor_new_view(base, &n, &stride, 1, 0, &view));
+  ASSERT_FALSE(disp_tensor_is_contiguous(view));
+  ASSERT_OK(disp_tensor_set_grad(b, view));
+  disp_sgd_options so = disp_sgd_options_default();
+  so.lr = 1.0;
+  disp_optimizer *sgd = NULL;
+  ASSERT_OK(disp_optim_sgd_new(&b, 1, &so, &sgd));
+  ASSERT_OK(disp_optim_step(sgd));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(((float *)disp_tensor_data_ptr(b))[i] == (float)(i + 1) - (float)(2 * i));
+  disp_optim_free(sgd);
+  disp_tensor_release(view), disp_tensor_release(base);
   disp_tensor_release(g64);
   disp_optim_free(opt);
   disp_tensor_release(a), disp_tensor_release(b);
@@ -578,6 +598,81 @@ TEST(set_lr_and_null_arguments) {
   return 0;
 }
 
+/* torch.maximum propagates NaN: with amsgrad a NaN gradient poisons max_exp_avg_sq for good,
+ * in the vector loop (element 3) as in the tail (element 16). */
+TEST(amsgrad_max_keeps_nan) {
+  int64_t n = 17;
+  disp_tensor *p = NULL, *g = NULL;
+  ASSERT_OK(disp_tensor_empty(&n, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &p));
+  ASSERT_OK(disp_tensor_empty(&n, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &g));
+  float *pd = disp_tensor_data_ptr(p), *gd = disp_tensor_data_ptr(g);
+  for (int i = 0; i < 17; ++i) pd[i] = 1.0f, gd[i] = 0.5f;
+  gd[3] = gd[16] = NAN;
+  ASSERT_OK(disp_tensor_set_grad(p, g));
+  disp_adam_options o = disp_adam_options_default();
+  o.amsgrad = 1;
+  disp_optimizer *opt = NULL;
+  ASSERT_OK(disp_optim_adam_new(&p, 1, &o, &opt));
+  ASSERT_OK(disp_optim_step(opt));
+  gd[3] = gd[16] = 0.5f;
+  for (int t = 0; t < 3; ++t) ASSERT_OK(disp_optim_step(opt));
+  disp_tensor *vmax = NULL;
+  ASSERT_OK(disp_optim_state(opt, 0, "max_exp_avg_sq", &vmax, NULL));
+  const float *vm = disp_tensor_data_ptr(vmax);
+  for (int i = 0; i < 17; ++i) ASSERT_TRUE((i == 3 || i == 16) == (vm[i] != vm[i]));
+  ASSERT_TRUE(pd[3] != pd[3] && pd[16] != pd[16] && pd[0] == pd[15] && pd[0] < 1.0f);
+  disp_optim_free(opt);
+  disp_tensor_release(p), disp_tensor_release(g);
+  return 0;
+}
+
+/* Backward of loss = sum(w * w * x), recorded through the dispatcher: d loss / dw = 2 * w * x. */
+static disp_status backward_of(disp_tensor *w, disp_tensor *x) {
+  disp_tensor *y = NULL, *z = NULL, *loss = NULL;
+  disp_status st = disp_aten_mul_Tensor(w, w, &y);
+  if (st == DISP_OK) st = disp_aten_mul_Tensor(y, x, &z);
+  if (st == DISP_OK) st = disp_aten_sum(z, -1, &loss);
+  if (st == DISP_OK) st = disp_autograd_backward(&loss, 1, NULL, 0, 0);
+  disp_tensor_release(y), disp_tensor_release(z), disp_tensor_release(loss);
+  return st;
+}
+
+/* With the engine: the step records nothing, the parameter stays a leaf, gradients accumulate
+ * until zero_grad; a gradient with a graph is detached by zero_grad. */
+TEST(trains_with_backward) {
+  disp_tensor *w = param3(), *x = grad3(2.0f);
+  disp_sgd_options o = disp_sgd_options_default();
+  o.lr = 0.0625;
+  disp_optimizer *opt = NULL;
+  ASSERT_OK(disp_optim_sgd_new(&w, 1, &o, &opt));
+  ASSERT_OK(backward_of(w, x));
+  ASSERT_OK(backward_of(w, x)); /* accumulates: 2 * 4 * w = 8, 16, 24 */
+  ASSERT_TRUE(((float *)disp_tensor_data_ptr(disp_tensor_grad(w)))[2] == 24.0f);
+  ASSERT_OK(disp_optim_step(opt));
+  ASSERT_TRUE(((float *)disp_tensor_data_ptr(w))[0] == 0.5f && ((float *)disp_tensor_data_ptr(w))[2] == 1.5f);
+  ASSERT_TRUE(disp_tensor_is_leaf(w) && disp_tensor_grad_fn(w) == NULL && disp_tensor_requires_grad(w));
+  ASSERT_OK(disp_optim_zero_grad(opt, 0));
+  ASSERT_TRUE(((float *)disp_tensor_data_ptr(disp_tensor_grad(w)))[1] == 0.0f);
+  disp_optim_free(opt);
+  opt = NULL;
+  /* a gradient inside a graph (as create_graph makes them) is cut out of it by zero_grad */
+  ASSERT_OK(disp_optim_sgd_new(&w, 1, &o, &opt));
+  disp_tensor *v = param3(), *g = NULL;
+  ASSERT_OK(disp_aten_mul_Tensor(v, v, &g));
+  ASSERT_TRUE(disp_tensor_grad_fn(g) != NULL && disp_tensor_requires_grad(g));
+  ASSERT_OK(disp_tensor_set_grad(w, g));
+  ASSERT_OK(disp_optim_step(opt));
+  ASSERT_TRUE(disp_tensor_is_leaf(w) && disp_tensor_grad_fn(w) == NULL);
+  ASSERT_TRUE(((float *)disp_tensor_data_ptr(w))[2] == 1.5f - 0.0625f * 9.0f);
+  ASSERT_OK(disp_optim_zero_grad(opt, 0));
+  ASSERT_TRUE(disp_tensor_grad(w) == g && disp_tensor_grad_fn(g) == NULL && !disp_tensor_requires_grad(g));
+  ASSERT_TRUE(((float *)disp_tensor_data_ptr(g))[0] == 0.0f);
+  disp_tensor_release(g), disp_tensor_release(v);
+  disp_optim_free(opt);
+  disp_tensor_release(w), disp_tensor_release(x);
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(matches_libtorch),
     TEST_ENTRY(sgd_option_errors),
@@ -589,5 +684,7 @@ TEST_LIST = {
     TEST_ENTRY(zero_grad_both_ways),
     TEST_ENTRY(bad_gradients_update_nothing),
     TEST_ENTRY(set_lr_and_null_arguments),
+    TEST_ENTRY(amsgrad_max_keeps_nan),
+    TEST_ENTRY(trains_with_backward),
     TEST_END};
 TEST_MAIN()

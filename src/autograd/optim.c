@@ -231,7 +231,9 @@ void disp__optim_bump(disp_tensor *t, int times) {
 
 int disp__optim_cpu_has_fma(void) {
 #if OPTIM_FMA_CLONES
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  /* the kernels' capability ("avx2" and "avx512" imply AVX2 + FMA), so
+   * DISP_CPU_CAPABILITY=default runs (and tests) the portable loops */
+  return strcmp(disp_cpu_capability(), "default") != 0;
 #else
   return 0;
 #endif
@@ -253,9 +255,11 @@ static disp_status check_grad(const disp_optimizer *opt, size_t i, disp_tensor *
                         "Adam does not support sparse gradients, please consider SparseAdam instead");
     return disp__fail(DISP_ERR_INVALID_ARG, "%s does not support sparse gradients", kind_name(opt->kind));
   }
-  int same = disp_tensor_dtype(g) == disp_tensor_dtype(p) && disp_device_equal(disp_tensor_device(g), disp_tensor_device(p)) &&
-             disp_tensor_ndim(g) == disp_tensor_ndim(p) && disp_tensor_opaque_handle(g) == NULL &&
-             memcmp(disp_tensor_sizes(g), disp_tensor_sizes(p), (size_t)disp_tensor_ndim(p) * sizeof(int64_t)) == 0;
+  int ndim = disp_tensor_ndim(p);
+  int same = disp_tensor_dtype(g) == disp_tensor_dtype(p) &&
+             disp_device_equal(disp_tensor_device(g), disp_tensor_device(p)) && disp_tensor_ndim(g) == ndim &&
+             disp_tensor_opaque_handle(g) == NULL &&
+             memcmp(disp_tensor_sizes(g), disp_tensor_sizes(p), (size_t)ndim * sizeof(int64_t)) == 0;
   if (!same)
     return disp__fail(DISP_ERR_INVALID_ARG,
                       "disp_optim_step: the gradient of parameter %zu differs from the parameter in dtype, "

@@ -66,7 +66,8 @@ disp_status disp__optim_zeros_like(disp_tensor *like, disp_tensor **out);
 #define OPTIM_FMA_CLONES 0
 #endif
 
-/* Whether the OPTIM_FMA_TARGET loops may run here. Thread-safe. */
+/* Whether the OPTIM_FMA_TARGET loops run: the CPU kernels' capability is
+ * not "default" (disp/cpu.h). Thread-safe. */
 int disp__optim_cpu_has_fma(void);
 
 /* Bumps t's version counter `times` times (one per in-place op of PyTorch's update). */

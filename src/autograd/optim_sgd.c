@@ -17,6 +17,9 @@
 
 #include "disp.h"
 #include "optim_internal.h"
+#if OPTIM_FMA_CLONES
+#include <immintrin.h>
+#endif
 
 /* The update's scalars, in double as Python holds them. */
 typedef struct sgd_coef {
@@ -46,6 +49,27 @@ DEFINE_SGD_LOOP(sgd_double, double, fma, )
 #if OPTIM_FMA_CLONES
 DEFINE_SGD_LOOP(sgd_float_fma, float, __builtin_fmaf, OPTIM_FMA_TARGET)
 DEFINE_SGD_LOOP(sgd_double_fma, double, __builtin_fma, OPTIM_FMA_TARGET)
+
+/* The float32 loop eight lanes at a time, the same operations in the same
+ * order; returns how many elements it did (a multiple of 8), sgd_float_fma
+ * does the rest. */
+OPTIM_FMA_TARGET static int64_t sgd_float_avx2(float *p, const float *g, float *buf, int64_t n, const sgd_coef *c) {
+  const __m256 wd = _mm256_set1_ps((float)c->weight_decay), mom = _mm256_set1_ps((float)c->momentum);
+  const __m256 damp1 = _mm256_set1_ps((float)c->one_minus_dampening), neg_lr = _mm256_set1_ps((float)c->neg_lr);
+  const __m256 sign = _mm256_set1_ps(c->maximize ? -0.0f : 0.0f); /* xor with -0: exact negation */
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 pi = _mm256_loadu_ps(p + i), d = _mm256_xor_ps(_mm256_loadu_ps(g + i), sign);
+    if (c->weight_decay != 0) d = _mm256_fmadd_ps(wd, pi, d);
+    if (c->momentum != 0) {
+      __m256 b = c->first ? d : _mm256_fmadd_ps(damp1, d, _mm256_mul_ps(_mm256_loadu_ps(buf + i), mom));
+      _mm256_storeu_ps(buf + i, b);
+      d = c->nesterov ? _mm256_fmadd_ps(mom, b, d) : b;
+    }
+    _mm256_storeu_ps(p + i, _mm256_fmadd_ps(neg_lr, d, pi));
+  }
+  return i;
+}
 #endif
 
 void disp__optim_sgd_update(disp_optimizer *opt, size_t i, disp_tensor *g) {
@@ -59,7 +83,10 @@ void disp__optim_sgd_update(disp_optimizer *opt, size_t i, disp_tensor *g) {
   int f32 = disp_tensor_dtype(p) == DISP_DTYPE_FLOAT32;
 #if OPTIM_FMA_CLONES
   if (disp__optim_cpu_has_fma()) {
-    if (f32) sgd_float_fma(pp, gp, bp, n, &c);
+    if (f32) {
+      int64_t done = sgd_float_avx2(pp, gp, bp, n, &c);
+      sgd_float_fma((float *)pp + done, (const float *)gp + done, bp ? (float *)bp + done : NULL, n - done, &c);
+    }
     else sgd_double_fma(pp, gp, bp, n, &c);
   } else
 #endif
