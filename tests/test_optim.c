@@ -395,6 +395,28 @@ TEST(parameter_list_errors) {
   return 0;
 }
 
+static char warned[512];
+static void keep_warning(const char *message, void *user_data) {
+  (void)user_data;
+  snprintf(warned, sizeof warned, "%s", message);
+}
+
+TEST(duplicate_parameters_warn) {
+  disp_tensor *a = param3(), *twice[2] = {a, a};
+  disp_sgd_options o = disp_sgd_options_default();
+  o.lr = 0.5;
+  disp_optimizer *opt = NULL;
+  warned[0] = '\0';
+  disp_warning_handler old = disp_set_warning_handler(keep_warning, NULL);
+  ASSERT_OK(disp_optim_sgd_new(twice, 2, &o, &opt));
+  disp_set_warning_handler(old, NULL);
+  ASSERT_EQ_STR(warned, "optimizer contains a parameter group with duplicate parameters; in future, this will cause "
+                        "an error; see github.com/pytorch/pytorch/issues/40967 for more information");
+  disp_optim_free(opt);
+  disp_tensor_release(a);
+  return 0;
+}
+
 /* A float32 gradient [3] holding v, v, v. */
 static disp_tensor *grad3(float v) {
   int64_t n = 3;
@@ -678,6 +700,7 @@ TEST_LIST = {
     TEST_ENTRY(sgd_option_errors),
     TEST_ENTRY(adam_option_errors),
     TEST_ENTRY(parameter_list_errors),
+    TEST_ENTRY(duplicate_parameters_warn),
     TEST_ENTRY(state_is_lazy_and_skipped_params_untouched),
     TEST_ENTRY(adamw_bumps_twice_sgd_once),
     TEST_ENTRY(maximize_is_minimizing_the_negation),

@@ -35,7 +35,9 @@
  * float32 or float64 (checked when the optimizer is made); a gradient must
  * have its parameter's dtype, sizes and device (a non-contiguous one is
  * read through a contiguous copy). Other devices and dtypes are refused
- * with a message naming the parameter.
+ * with a message naming the parameter. A parameter listed twice gets a
+ * warning, as in PyTorch, and is then updated twice a step, each entry
+ * with its own state (PyTorch shares one state between the two).
  *
  * Thread safety: an optimizer is not thread-safe; use it from one thread
  * at a time, and do not run a step while another thread uses its

@@ -165,11 +165,17 @@ static disp_status optim_new(optim_kind kind, disp_tensor *const *params, size_t
   return DISP_OK;
 }
 
+/* The NULL checks of the three constructors (each names its own function). */
+#define REFUSE_NULL_NEW_ARGS()         \
+  do {                                 \
+    DISP_REFUSE_NULL_ARRAY(params, n); \
+    DISP_REFUSE_NULL(o);               \
+    DISP_REFUSE_NULL(out);             \
+  } while (0)
+
 DISP_API disp_status disp_optim_sgd_new(disp_tensor *const *params, size_t n, const disp_sgd_options *o,
                                         disp_optimizer **out) {
-  DISP_REFUSE_NULL_ARRAY(params, n);
-  DISP_REFUSE_NULL(o);
-  DISP_REFUSE_NULL(out);
+  REFUSE_NULL_NEW_ARGS();
   disp_status st = check_sgd(o);
   if (st == DISP_OK) st = check_params(__func__, params, n, !isnan(o->lr));
   if (st == DISP_OK) st = optim_new(OPTIM_SGD, params, n, out);
@@ -188,17 +194,13 @@ static disp_status adam_new(const char *fn, optim_kind kind, disp_tensor *const 
 
 DISP_API disp_status disp_optim_adam_new(disp_tensor *const *params, size_t n, const disp_adam_options *o,
                                          disp_optimizer **out) {
-  DISP_REFUSE_NULL_ARRAY(params, n);
-  DISP_REFUSE_NULL(o);
-  DISP_REFUSE_NULL(out);
+  REFUSE_NULL_NEW_ARGS();
   return adam_new(__func__, OPTIM_ADAM, params, n, o, out);
 }
 
 DISP_API disp_status disp_optim_adamw_new(disp_tensor *const *params, size_t n, const disp_adam_options *o,
                                           disp_optimizer **out) {
-  DISP_REFUSE_NULL_ARRAY(params, n);
-  DISP_REFUSE_NULL(o);
-  DISP_REFUSE_NULL(out);
+  REFUSE_NULL_NEW_ARGS();
   return adam_new(__func__, OPTIM_ADAMW, params, n, o, out);
 }
 
