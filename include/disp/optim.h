@@ -6,9 +6,9 @@
  * (disp_tensor_grad, disp/autograd.h) and updates the parameter in place
  * with exactly the rules of torch.optim 1.13's single-tensor implementations
  * (_single_tensor_sgd, _single_tensor_adam, _single_tensor_adamw): the same
- * operations in the same order, each rounded to the parameter's dtype, so
- * results agree with PyTorch to the last bits (tests/test_optim.c compares
- * them with libtorch 1.13 over several steps).
+ * operations in the same order, each rounded to the parameter's dtype as
+ * ATen rounds it, so results agree with libtorch 1.13 on an AVX2 machine
+ * bit for bit (tests/test_optim.c compares them over several steps).
  *
  *   disp_adam_options o = disp_adam_options_default();
  *   o.lr = 1e-3;
