@@ -273,6 +273,106 @@ TEST(log_softmax_nll_loss_gradient) {
   return 0;
 }
 
+
+/* ---- the fallback's modes, out= and anomaly mode -------------------------- */
+
+static disp_status twice_cpu(disp_tensor *self, disp_tensor **out) {
+  return disp_aten_mul_Scalar(self, disp_scalar_int(2), out);
+}
+
+static const disp_op *user_op(void) {
+  static const disp_op *op;
+  if (op) return op;
+  disp_library *def = NULL, *cpu = NULL;
+  if (disp_library_new(DISP_LIBRARY_DEF, "agtest", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def) != DISP_OK ||
+      disp_library_def(def, "twice(Tensor self) -> Tensor", NULL) != DISP_OK ||
+      disp_library_new(DISP_LIBRARY_IMPL, "agtest", DISP_KEY_CPU, __FILE__, __LINE__, &cpu) != DISP_OK ||
+      disp_library_impl(cpu, "twice", disp_kernel_unboxed(DISP_FN(twice_cpu), 0), NULL) != DISP_OK ||
+      disp_op_find("agtest::twice", &op) != DISP_OK)
+    return NULL;
+  return op;
+}
+
+static int g_warnings;
+static char g_warning[1024];
+static void count_warning(const char *message, void *ud) {
+  (void)ud;
+  g_warnings++;
+  snprintf(g_warning, sizeof g_warning, "%s", message);
+}
+
+TEST(fallback_warns_or_fails_when_backward_reaches_an_op_without_formula) {
+  const disp_op *op = user_op();
+  ASSERT_TRUE(op != NULL);
+  ASSERT_EQ_INT(disp_autograd_fallback_mode_get(), DISP_AUTOGRAD_FALLBACK_WARN); /* the default */
+  disp_tensor *x = leaf((const float[]){1, 2}, 2), *y = NULL, *s = NULL;
+  ASSERT_OK(disp_call(op, x, &y));
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(y)), "WarnNotImplemented");
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  disp_warning_handler old = disp_set_warning_handler(count_warning, NULL);
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 0));
+  disp_set_warning_handler(old, NULL);
+  ASSERT_EQ_INT(g_warnings, 1);
+  ASSERT_STARTS_WITH(g_warning, "agtest::twice: an autograd kernel was not registered to the Autograd key(s)");
+  ASSERT_TRUE(disp_tensor_grad(x) == NULL); /* nothing flowed through */
+  disp_tensor_release(s), disp_tensor_release(y);
+
+  ASSERT_OK(disp_autograd_set_fallback_mode(DISP_AUTOGRAD_FALLBACK_ERROR));
+  ASSERT_OK(disp_call(op, x, &y));
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  ASSERT_STATUS(disp_autograd_backward(&s, 1, NULL, 0, 0), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "the derivative for 'agtest::twice' is not implemented.");
+  disp_tensor_release(s), disp_tensor_release(y);
+
+  ASSERT_OK(disp_autograd_set_fallback_mode(DISP_AUTOGRAD_FALLBACK_NOTHING));
+  ASSERT_OK(disp_call(op, x, &y));
+  ASSERT_FALSE(disp_tensor_requires_grad(y));
+  disp_tensor_release(y);
+  ASSERT_STATUS(disp_autograd_set_fallback_mode((disp_autograd_fallback_mode)7), DISP_ERR_INVALID_ARG);
+  ASSERT_OK(disp_autograd_set_fallback_mode(DISP_AUTOGRAD_FALLBACK_WARN));
+  disp_tensor_release(x);
+  return 0;
+}
+
+TEST(out_variants_refuse_inputs_that_require_grad) {
+  disp_tensor *x = leaf((const float[]){1, 2}, 2), *o = vec((const float[]){0, 0}, 2), *r = NULL;
+  ASSERT_STATUS(disp_aten_add_out(x, x, disp_scalar_int(1), o, &r), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "add(): functions with out=... arguments don't support automatic "
+                                     "differentiation, but one of the arguments requires grad.");
+  ASSERT_EQ_INT(disp_tensor_refcount(x), 1);
+  disp_tensor_release(o), disp_tensor_release(x);
+  return 0;
+}
+
+TEST(anomaly_mode_names_the_node_that_made_nan) {
+  disp_tensor *x = leaf((const float[]){0, 1}, 2), *y = NULL, *s = NULL;
+  ASSERT_OK(disp_aten_log(x, &y)); /* d log(x)/dx at 0 is inf; times 0 grad gives nan below */
+  disp_tensor *z = NULL;
+  ASSERT_OK(disp_aten_mul_Scalar(y, disp_scalar_int(0), &z));
+  ASSERT_OK(disp_aten_sum(z, -1, &s));
+  disp_autograd_set_detect_anomaly(1);
+  ASSERT_STATUS(disp_autograd_backward(&s, 1, NULL, 0, 0), DISP_ERR_KERNEL);
+  disp_autograd_set_detect_anomaly(0);
+  ASSERT_CONTAINS(disp_last_error(), "Function 'LogBackward0' returned nan values in its 0th output.");
+  ASSERT_CONTAINS(disp_last_error(), "aten::log");
+  disp_tensor_release(s), disp_tensor_release(z), disp_tensor_release(y), disp_tensor_release(x);
+  return 0;
+}
+
+TEST(inference_mode_tensors_carry_no_graph) {
+  disp_tensor *x = leaf((const float[]){1, 2}, 2), *y = NULL;
+  disp_tls_state g = disp_tls_inference_mode_push(1);
+  ASSERT_OK(disp_aten_mul_Tensor(x, x, &y));
+  disp_tls_restore(g);
+  ASSERT_TRUE(disp_tensor_is_inference(y));
+  ASSERT_FALSE(disp_tensor_requires_grad(y));
+  ASSERT_FALSE(disp_keyset_has(disp_tensor_keyset(y), DISP_KEY_AUTOGRAD_CPU));
+  ASSERT_STATUS(disp_tensor_set_requires_grad(y, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+  disp_tensor_release(y), disp_tensor_release(x);
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(mul_sum_backward_gives_two_x),
     TEST_ENTRY(gradients_accumulate_across_passes),
@@ -288,6 +388,10 @@ TEST_LIST = {
     TEST_ENTRY(create_graph_gives_second_derivatives),
     TEST_ENTRY(hooks_and_retain_grad),
     TEST_ENTRY(log_softmax_nll_loss_gradient),
+    TEST_ENTRY(fallback_warns_or_fails_when_backward_reaches_an_op_without_formula),
+    TEST_ENTRY(out_variants_refuse_inputs_that_require_grad),
+    TEST_ENTRY(anomaly_mode_names_the_node_that_made_nan),
+    TEST_ENTRY(inference_mode_tensors_carry_no_graph),
     TEST_END,
 };
 

@@ -232,7 +232,7 @@ static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st
 
 disp_status disp__ag_record_kernel(const disp_op *op, disp_keyset ks, disp_stack *st, void *user_data) {
   const ag_op_info *info = user_data;
-  (void)op;
+  if (!info->f) return disp__ag_fallback(op, ks, st, NULL);
   size_t base = disp_stack_size(st) - (size_t)info->nargs;
   disp_status s = wants_graph(st, info) ? record(info, ks, st) : run_below(info, ks, st);
   if (s != DISP_OK && disp_stack_size(st) > base) disp_stack_drop(st, disp_stack_size(st) - base);
