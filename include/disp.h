@@ -45,6 +45,7 @@
 #include "disp/guard.h"
 #include "disp/autocast.h"
 #include "disp/autograd.h"
+#include "disp/gradcheck.h"
 #include "disp/aten.h"
 #include "disp/promotion.h"
 #include "disp/random.h"
