@@ -47,6 +47,7 @@
 #include "disp/autocast.h"
 #include "disp/autograd.h"
 #include "disp/function.h"
+#include "disp/gradcheck.h"
 #include "disp/aten.h"
 #include "disp/promotion.h"
 #include "disp/random.h"

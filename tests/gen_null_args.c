@@ -145,6 +145,8 @@ static const type_value type_values[] = {
     {"const disp_function_ctx*", 1, "fx.fn_ctx"},
     {"disp_tensor*const**", 1, "&fx_out.tensor_array"},
     {"disp_grad_hook", 1, "null_grad_hook"},
+    {"disp_gradcheck_fn", 1, "null_gradcheck_fn"},
+    {"const disp_gradcheck_options*", 1, "&fx.gradcheck_options"},
     {"const disp_node*", 1, "fx.node"},
     {"uint32_t*", 1, "&fx_out.u32"},
     /* out-parameters: a global, so whatever a call leaves there stays

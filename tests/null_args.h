@@ -38,6 +38,7 @@ typedef struct null_fixtures {
   FILE *devnull;
   disp_keyset keyset;
   disp_device device;
+  disp_gradcheck_options gradcheck_options; /* the defaults */
   disp_tls_state tls;
   disp_tensor *leaf;          /* float32 [2, 3], requires grad */
   disp_tensor *computed;      /* leaf * leaf */
@@ -106,6 +107,7 @@ void null_release_data(void *data, void *ctx);
 void null_release_handle(void *handle);
 extern const disp_function_def null_function;
 disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx);
+disp_status null_gradcheck_fn(disp_tensor *const *inputs, size_t n, disp_tensor **outputs, size_t *nout, void *ctx);
 disp_tensor *null_new_tensor_ref(void);
 disp_value *null_new_value(void);
 

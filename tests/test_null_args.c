@@ -79,6 +79,10 @@ static const null_param documented_nullable[] = {
     {"disp_autograd_backward", "grad_tensors", "autograd.h: NULL means 1 for each one-element output"},
     {"disp_autograd_grad", "grad_outputs", "autograd.h: NULL means 1 for each one-element output"},
     {"disp_optim_state", "step", "optim.h: step may be NULL"},
+    {"disp_gradcheck", "ctx", "gradcheck.h: passed to fn as is"},
+    {"disp_gradcheck", "opts", "gradcheck.h: NULL means the defaults"},
+    {"disp_gradgradcheck", "ctx", "gradcheck.h: passed to fn as is"},
+    {"disp_gradgradcheck", "opts", "gradcheck.h: NULL means the defaults"},
 };
 
 /* ---- fixtures ------------------------------------------------------------- */
@@ -102,6 +106,12 @@ void null_release_handle(void *handle) { (void)handle; }
 
 disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx) {
   (void)grad, (void)replacement, (void)ctx;
+  return DISP_OK;
+}
+
+disp_status null_gradcheck_fn(disp_tensor *const *inputs, size_t n, disp_tensor **outputs, size_t *nout, void *ctx) {
+  (void)inputs, (void)n, (void)outputs, (void)ctx;
+  *nout = 0;
   return DISP_OK;
 }
 
@@ -155,6 +165,7 @@ static int make_objects(void) {
     return fail_setup("disp_tensor_empty");
   memset(disp_tensor_data_ptr(fx.tensor), 0, 6 * sizeof(float));
   fx.tensors[0] = fx.tensors[1] = fx.tensor;
+  fx.gradcheck_options = disp_gradcheck_default_options();
   if (disp_storage_new(64, fx.device, &fx.storage) != DISP_OK) return fail_setup("disp_storage_new");
   if (disp_tensor_empty(fx.sizes, 2, DISP_DTYPE_FLOAT32, fx.device, &fx.leaf) != DISP_OK) return fail_setup("leaf");
   memset(disp_tensor_data_ptr(fx.leaf), 0, 6 * sizeof(float));

@@ -122,28 +122,33 @@ disp_status chk_push_arg(disp_stack *s, const chk_value *v, const chk_built *b, 
   return disp_set_error(DISP_ERR_INVALID_ARG, "cannot push this value");
 }
 
-/* The storage an input label names after the call ("self", "tensors.1", a
- * Storage argument), or NULL. */
-static disp_storage *label_storage(const chk_case *c, const chk_built *b, const char *label,
-                                   disp_tensor **tensor) {
-  *tensor = NULL;
+disp_tensor **chk_label_slot(const chk_case *c, chk_built *b, const char *label, size_t *arg) {
   const char *dot = strrchr(label, '.');
   for (size_t a = 0; a < c->nargs; a++) {
     const char *name = c->args[a].name;
     size_t len = strlen(name);
-    if (!strcmp(name, label)) {
-      if (b[a].t) { *tensor = b[a].t; return disp_tensor_storage(b[a].t); }
-      return b[a].st;
-    }
+    *arg = a;
+    if (!strcmp(name, label)) return b[a].t ? &b[a].t : NULL;
     if (dot && (size_t)(dot - label) == len && !strncmp(name, label, len)) {
       char *end;
       long e = strtol(dot + 1, &end, 10);
       if (*end || e < 0 || (size_t)e >= b[a].nlist || !b[a].list[e]) return NULL;
-      *tensor = b[a].list[e];
-      return disp_tensor_storage(b[a].list[e]);
+      return &b[a].list[e];
     }
   }
+  *arg = c->nargs;
   return NULL;
+}
+
+/* The storage an input label names after the call ("self", "tensors.1", a
+ * Storage argument), or NULL. */
+static disp_storage *label_storage(const chk_case *c, const chk_built *b, const char *label,
+                                   disp_tensor **tensor) {
+  size_t a;
+  disp_tensor **slot = chk_label_slot(c, (chk_built *)b, label, &a);
+  *tensor = slot ? *slot : NULL;
+  if (*tensor) return disp_tensor_storage(*tensor);
+  return a < c->nargs && !strcmp(c->args[a].name, label) ? b[a].st : NULL;
 }
 
 /* ---- comparing ---------------------------------------------------------- */

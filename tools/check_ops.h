@@ -190,6 +190,12 @@ disp_status chk_build_arg(const chk_value *v, const chk_opts *o, chk_built *b);
 disp_status chk_push_arg(disp_stack *s, const chk_value *v, const chk_built *b, const chk_opts *o);
 void chk_built_free(chk_built *b, size_t n);
 
+/* chk_label_slot - where the tensor an input label names lives among the
+ * built arguments ("self", or "tensors.1" for an element of a Tensor[]),
+ * with the index of the label's argument in *arg (c->nargs when none);
+ * NULL when the label names no tensor. */
+disp_tensor **chk_label_slot(const chk_case *c, chk_built *b, const char *label, size_t *arg);
+
 /*
  * chk_compare_tensor - compares `got` with the recorded `want`: dtype and
  * sizes, then strides and offset (a mismatch of class geom_class; 0 skips

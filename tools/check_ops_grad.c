@@ -25,26 +25,6 @@
 #include "check_ops.h"
 #include "disp/aten.h"
 
-/* Where the tensor an input label names lives among the built arguments
- * ("self", or "tensors.1" for an element of a Tensor[]), with the index of
- * its argument in *arg; NULL when the label names no tensor. */
-static disp_tensor **label_slot(const chk_case *c, chk_built *b, const char *label, size_t *arg) {
-  const char *dot = strrchr(label, '.');
-  for (size_t a = 0; a < c->nargs; a++) {
-    const char *name = c->args[a].name;
-    size_t len = strlen(name);
-    *arg = a;
-    if (!strcmp(name, label)) return b[a].t ? &b[a].t : NULL;
-    if (dot && (size_t)(dot - label) == len && !strncmp(name, label, len)) {
-      char *end;
-      long e = strtol(dot + 1, &end, 10);
-      if (*end || e < 0 || (size_t)e >= b[a].nlist || !b[a].list[e]) return NULL;
-      return &b[a].list[e];
-    }
-  }
-  return NULL;
-}
-
 /*
  * Makes the input `label` a leaf that requires grad (a new reference in
  * *leaf). An input the operator writes (`self` of add_) cannot be a leaf:
@@ -57,7 +37,7 @@ static disp_tensor **label_slot(const chk_case *c, chk_built *b, const char *lab
 static disp_status make_leaf(const chk_case *c, const disp_schema *schema, chk_built *b, const char *label,
                              disp_tensor **leaf) {
   size_t a = 0;
-  disp_tensor **slot = label_slot(c, b, label, &a);
+  disp_tensor **slot = chk_label_slot(c, b, label, &a);
   if (!slot) return disp_set_error(DISP_ERR_INVALID_ARG, "requires_grad names no tensor input '%s'", label);
   disp_status st = disp_tensor_set_requires_grad(*slot, 1);
   if (st != DISP_OK) return st;
