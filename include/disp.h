@@ -52,5 +52,6 @@
 #include "disp/random.h"
 #include "disp/tensor_util.h"
 #include "disp/cpu.h"
+#include "disp/optim.h"
 
 #endif /* DISP_H */

@@ -130,6 +130,10 @@ static const type_value type_values[] = {
     {"const bool*", 1, "fx.bools"},
     {"const char*", 1, "\"nulltest\""},
     {"void*", 1, "fx.user"},
+    {"const disp_sgd_options*", 1, "&fx.sgd_options"},
+    {"const disp_adam_options*", 1, "&fx.adam_options"},
+    {"disp_optimizer*", 1, "fx.optimizer"},
+    {"const disp_optimizer*", 1, "fx.optimizer"},
     {"FILE*", 1, "fx.devnull"},
     {"disp_warning_handler", 1, "null_warning_handler"},
     {"void(*)(void*data,void*ctx)", 1, "null_release_data"},
@@ -147,6 +151,7 @@ static const type_value type_values[] = {
      * reachable and LeakSanitizer reports only real leaks */
     {"const disp_op**", 1, "&fx_out.op"},
     {"disp_tensor**", 1, "&fx_out.tensor"},
+    {"disp_optimizer**", 1, "&fx_out.optimizer"},
     {"disp_storage**", 1, "&fx_out.storage"},
     {"disp_library**", 1, "&fx_out.lib"},
     {"disp_registration**", 1, "&fx_out.reg"},

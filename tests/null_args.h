@@ -55,6 +55,9 @@ typedef struct null_fixtures {
   disp_opt_bool opt_bool;
   disp_opt_int_list opt_int_list;
   disp_opt_device opt_device;
+  disp_sgd_options sgd_options;   /* lr 0.1 */
+  disp_adam_options adam_options; /* the defaults */
+  disp_optimizer *optimizer;      /* SGD over tensor */
 } null_fixtures;
 
 /* Where out-parameters point. Globals: what a call leaves here is reachable,
@@ -84,6 +87,7 @@ typedef struct null_outs {
   int i;
   disp_library_node node;
   disp_tensor_vec vec; /* empty: freeing it is a no-op */
+  disp_optimizer *optimizer;
 } null_outs;
 
 extern null_fixtures fx;

@@ -78,6 +78,7 @@ static const null_param documented_nullable[] = {
     {"disp_ctx_set_data", "destroy", "function.h: destroy may be NULL"},
     {"disp_autograd_backward", "grad_tensors", "autograd.h: NULL means 1 for each one-element output"},
     {"disp_autograd_grad", "grad_outputs", "autograd.h: NULL means 1 for each one-element output"},
+    {"disp_optim_state", "step", "optim.h: step may be NULL"},
 };
 
 /* ---- fixtures ------------------------------------------------------------- */
@@ -173,6 +174,9 @@ static int make_objects(void) {
   const disp_allocator *cpu = disp_allocator_get(DISP_BACKEND_CPU);
   if (!cpu || !fx.type) return fail_setup("the allocator and type");
   fx.allocator = *cpu;
+  fx.sgd_options = disp_sgd_options_default(), fx.sgd_options.lr = 0.1;
+  fx.adam_options = disp_adam_options_default();
+  if (disp_optim_sgd_new(fx.tensors, 1, &fx.sgd_options, &fx.optimizer) != DISP_OK) return fail_setup("the optimizer");
   fx.devnull = fopen("/dev/null", "w");
   return fx.devnull ? 0 : fail_setup("opening /dev/null");
 }
@@ -180,6 +184,7 @@ static int make_objects(void) {
 /* The parent's fixtures go at the end, so a leak check of the whole run
  * sees only what the library itself kept. */
 static void free_objects(void) {
+  disp_optim_free(fx.optimizer);
   disp_stack_free(fx.stack);
   disp_tensor_release(fx.tensor);
   disp_tensor_release(fx.computed);
