@@ -379,6 +379,61 @@ TEST(inference_mode_tensors_carry_no_graph) {
   return 0;
 }
 
+/* ---- in-place updates through views ----------------------------------------- */
+
+static disp_tensor *first_two(disp_tensor *t) {
+  disp_tensor *v = NULL;
+  disp_opt_int start = {0, true}, end = {2, true};
+  return disp_aten_slice_Tensor(t, 0, start, end, 1, &v) == DISP_OK ? v : NULL;
+}
+
+TEST(in_place_on_a_view_rebases_the_base) {
+  disp_tensor *a = leaf((const float[]){1, 2, 3, 4}, 4), *b = NULL, *s = NULL, *same = NULL;
+  disp_tensor *two = vec((const float[]){2, 2}, 2);
+  ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(1), &b));
+  disp_tensor *v = first_two(b);
+  ASSERT_TRUE(v != NULL);
+  ASSERT_OK(disp_aten_mul__Tensor(v, two, &same));
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(b)), "CopySlices");
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(v)), "AsStridedBackward0");
+  ASSERT_OK(disp_aten_sum(b, -1, &s));
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 0));
+  ASSERT_TRUE(GRAD_IS(a, 2, 2, 1, 1));
+  disp_tensor_release(s), disp_tensor_release(same), disp_tensor_release(v);
+  /* the view's own graph reads the new values too: d sum(v)/da = 2 on the slice */
+  ASSERT_OK(disp_tensor_set_grad(a, NULL));
+  disp_tensor *v2 = first_two(b), *same2 = NULL, *s2 = NULL;
+  ASSERT_OK(disp_aten_mul__Tensor(v2, two, &same2));
+  ASSERT_OK(disp_aten_sum(v2, -1, &s2));
+  ASSERT_OK(disp_autograd_backward(&s2, 1, NULL, 0, 0));
+  ASSERT_TRUE(GRAD_IS(a, 4, 4, 0, 0));
+  disp_tensor_release(s2), disp_tensor_release(same2), disp_tensor_release(v2);
+  disp_tensor_release(two), disp_tensor_release(b), disp_tensor_release(a);
+  return 0;
+}
+
+TEST(in_place_view_errors) {
+  disp_tensor *a = leaf((const float[]){1, 2, 3, 4}, 4), *b = NULL, *same = NULL;
+  disp_tensor *two = vec((const float[]){2, 2}, 2);
+  disp_tensor *va = first_two(a);
+  ASSERT_STATUS(disp_aten_mul__Tensor(va, two, &same), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(1), &b));
+  disp_tls_state g = disp_grad_mode_push(0);
+  disp_tensor *vb = first_two(b);
+  disp_tls_restore(g);
+  ASSERT_TRUE(vb != NULL);
+  ASSERT_STATUS(disp_aten_mul__Tensor(vb, two, &same), DISP_ERR_INVALID_ARG);
+  ASSERT_STARTS_WITH(disp_last_error(), "A view was created in no_grad mode and is being modified inplace with grad "
+                                        "mode enabled.");
+  g = disp_grad_mode_push(0); /* both in no-grad mode: allowed, not tracked */
+  ASSERT_OK(disp_aten_mul__Tensor(vb, two, &same));
+  disp_tls_restore(g);
+  disp_tensor_release(same), disp_tensor_release(vb), disp_tensor_release(va);
+  disp_tensor_release(two), disp_tensor_release(b), disp_tensor_release(a);
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(mul_sum_backward_gives_two_x),
     TEST_ENTRY(gradients_accumulate_across_passes),
@@ -398,6 +453,8 @@ TEST_LIST = {
     TEST_ENTRY(out_variants_refuse_inputs_that_require_grad),
     TEST_ENTRY(anomaly_mode_names_the_node_that_made_nan),
     TEST_ENTRY(inference_mode_tensors_carry_no_graph),
+    TEST_ENTRY(in_place_on_a_view_rebases_the_base),
+    TEST_ENTRY(in_place_view_errors),
     TEST_END,
 };
 

@@ -4,12 +4,16 @@
  * lazy state, skipped parameters, zero_grad both ways, bad arguments.
  *
  * The reference numbers (kRef) were printed by tools/optim_ref.cpp, built by
- * hand against Debian's libtorch 1.13.1 (libtorch-dev 1.13.1+dfsg-4; its
- * version.h says 1.13.0) on x86-64 with AVX2, as that file's header says. It runs torch::optim::SGD/Adam/AdamW (the C++
- * frontend) and checks, on the same inputs, that they agree exactly with a
- * rewrite of Python 1.13's _single_tensor_sgd/_adam/_adamw in ATen calls (the
- * largest difference it printed was 0 for every configuration). Every value
- * is exactly what libtorch computed (%.9g for float32, %.17g for float64).
+ * hand (the command is in its header) against Debian's libtorch 1.13.1
+ * (libtorch-dev 1.13.1+dfsg-4, whose version.h says 1.13.0) and run on an
+ * x86-64 machine with AVX2, where ATen picks its AVX2 kernels. It runs
+ * torch::optim::SGD/Adam/AdamW (the C++ frontend) and checks, on the same
+ * inputs, that they agree exactly with a rewrite of Python 1.13's
+ * _single_tensor_sgd/_adam/_adamw in ATen calls (the largest difference it
+ * printed was 0 for every configuration). Every value is exactly what
+ * libtorch computed (%.9g for float32, %.17g for float64). p3's first 16
+ * elements go through the vector loops (ATen's and ours), the rest and p0,
+ * p1 through the scalar ones.
  *
  * The problem: parameters p0 [2,3], p1 [4], p2 [3] and p3 [21] start at
  * init_value; before step t (1..6) every parameter but p2 gets the gradient

@@ -35,43 +35,10 @@
 #include "check_ops.h"
 #include "simulate.h"
 
-enum {
-  CL_KERNEL = 1u << 0,
-  CL_ERROR = 1u << 1,
-  CL_VALUE = 1u << 2,
-  CL_STRIDE = 1u << 3,
-  CL_ALIAS = 1u << 4,
-  CL_MUTATED = 1u << 5,
-  CL_HARNESS = 1u << 6,
-  CL_CRASH = 1u << 7,
-  CL_COUNT = 8
-};
-static const char *const class_names[CL_COUNT] = {"kernel", "error", "value", "stride",
-                                                  "alias", "mutated", "harness", "crash"};
+static const char *const class_names[CL_COUNT] = {"kernel", "error", "value", "stride", "alias",
+                                                  "mutated", "harness", "crash", "grad"};
 
-typedef struct opts {
-  int meta;
-  int verbose;
-  int fill_defaults;
-  int per_op;
-  int isolate;
-  /* per case, on a Meta run: fresh returns belong on Meta (the case has a
-   * tensor or device argument; a factory left to device=None makes CPU) */
-  int fresh_on_meta;
-} opts;
-
-/* What happened to one case. */
-typedef struct report {
-  char msg[2048];
-  size_t len;
-  unsigned classes;
-  int nmsgs;
-  int skip;
-  char info[1024]; /* --verbose: the error a case expected and got */
-} report;
-
-static void addf(report *r, unsigned cls, const char *fmt, ...) DISP_PRINTF(3, 4);
-static void addf(report *r, unsigned cls, const char *fmt, ...) {
+void chk_addf(chk_report *r, unsigned cls, const char *fmt, ...) {
   r->classes |= cls;
   if (r->nmsgs++ >= 4 || r->len >= sizeof r->msg - 1) return; /* the first few say enough */
   const char *name = "?";
@@ -90,14 +57,8 @@ static void addf(report *r, unsigned cls, const char *fmt, ...) {
 
 /* ---- the inputs of one call ---------------------------------------------- */
 
-typedef struct built {
-  disp_tensor *t;         /* Tensor, Tensor? (NULL: None) */
-  disp_tensor **list;     /* Tensor[] elements (NULL: None element) */
-  size_t nlist;
-  disp_storage *st;       /* Storage */
-} built;
 
-static void built_free(built *b, size_t n) {
+void chk_built_free(chk_built *b, size_t n) {
   for (size_t k = 0; k < n; k++) {
     disp_tensor_release(b[k].t);
     for (size_t e = 0; e < b[k].nlist; e++) disp_tensor_release(b[k].list[e]);
@@ -107,7 +68,7 @@ static void built_free(built *b, size_t n) {
   free(b);
 }
 
-static disp_status build_arg(const chk_value *v, const opts *o, built *b) {
+disp_status chk_build_arg(const chk_value *v, const chk_opts *o, chk_built *b) {
   switch (v->kind) {
     case CHK_TENSOR: return chk_build_tensor(&v->t, o->meta, &b->t);
     case CHK_STORAGE: return chk_build_storage(&v->t, o->meta, &b->st);
@@ -127,7 +88,7 @@ static disp_status build_arg(const chk_value *v, const opts *o, built *b) {
   }
 }
 
-static disp_status push_arg(disp_stack *s, const chk_value *v, const built *b, const opts *o) {
+disp_status chk_push_arg(disp_stack *s, const chk_value *v, const chk_built *b, const chk_opts *o) {
   switch (v->kind) {
     case CHK_NONE: return disp_stack_push_none(s);
     case CHK_TENSOR: return disp_stack_push_tensor(s, b->t);
@@ -163,7 +124,7 @@ static disp_status push_arg(disp_stack *s, const chk_value *v, const built *b, c
 
 /* The storage an input label names after the call ("self", "tensors.1", a
  * Storage argument), or NULL. */
-static disp_storage *label_storage(const chk_case *c, const built *b, const char *label,
+static disp_storage *label_storage(const chk_case *c, const chk_built *b, const char *label,
                                    disp_tensor **tensor) {
   *tensor = NULL;
   const char *dot = strrchr(label, '.');
@@ -269,12 +230,12 @@ static int elem_matches(const char *p, disp_dtype dt, const char *want, char *go
  * returns, alias for views, mutated for written inputs); vcls: the class of
  * any other mismatch (value, or mutated).
  */
-static void compare_tensor(report *r, const char *what, const disp_tensor *got, const chk_value *want,
-                           unsigned geom_class, unsigned vcls, const opts *o) {
+void chk_compare_tensor(chk_report *r, const char *what, const disp_tensor *got, const chk_value *want,
+                           unsigned geom_class, unsigned vcls, const chk_opts *o) {
   const chk_tensor *w = &want->t;
   char a[256], b[256];
   if (disp_tensor_dtype(got) != w->dtype) {
-    addf(r, vcls, "%s: dtype %s, expected %s", what, disp_dtype_name(disp_tensor_dtype(got)),
+    chk_addf(r, vcls, "%s: dtype %s, expected %s", what, disp_dtype_name(disp_tensor_dtype(got)),
          disp_dtype_name(w->dtype));
     return;
   }
@@ -282,29 +243,29 @@ static void compare_tensor(report *r, const char *what, const disp_tensor *got, 
   if (nd != w->ndim || (nd && memcmp(disp_tensor_sizes(got), w->sizes, (size_t)nd * sizeof(int64_t)))) {
     format_dims(a, sizeof a, disp_tensor_sizes(got), nd);
     format_dims(b, sizeof b, w->sizes, w->ndim);
-    addf(r, vcls, "%s: sizes %s, expected %s", what, a, b);
+    chk_addf(r, vcls, "%s: sizes %s, expected %s", what, a, b);
     return;
   }
   const int64_t *gs = disp_tensor_strides(got);
-  if (!gs || (nd && memcmp(gs, w->strides, (size_t)nd * sizeof(int64_t)))) {
+  if (geom_class && (!gs || (nd && memcmp(gs, w->strides, (size_t)nd * sizeof(int64_t))))) {
     format_dims(a, sizeof a, gs ? gs : w->sizes, gs ? nd : 0);
     format_dims(b, sizeof b, w->strides, w->ndim);
-    addf(r, geom_class, "%s: strides %s, expected %s", what, a, b);
+    chk_addf(r, geom_class, "%s: strides %s, expected %s", what, a, b);
   }
-  if (disp_tensor_storage_offset(got) != w->offset)
-    addf(r, geom_class, "%s: storage offset %lld, expected %lld", what,
+  if (geom_class && disp_tensor_storage_offset(got) != w->offset)
+    chk_addf(r, geom_class, "%s: storage offset %lld, expected %lld", what,
          (long long)disp_tensor_storage_offset(got), (long long)w->offset);
   disp_backend want_dev = o->meta && (o->fresh_on_meta || geom_class != CL_STRIDE)
                               ? DISP_BACKEND_META : DISP_BACKEND_CPU;
   if (disp_tensor_device(got).type != want_dev) {
-    addf(r, vcls, "%s: on device %s, expected %s", what,
+    chk_addf(r, vcls, "%s: on device %s, expected %s", what,
          disp_device_type_name(disp_tensor_device(got).type), disp_device_type_name(want_dev));
     return;
   }
   if (want->kind != CHK_TENSOR || o->meta || disp_tensor_device(got).type != DISP_BACKEND_CPU) return;
   if (numel_of(w->sizes, w->ndim) == 0) return;
   if (!readable(got)) {
-    addf(r, vcls, "%s: the tensor reaches outside its storage (or has no data)", what);
+    chk_addf(r, vcls, "%s: the tensor reaches outside its storage (or has no data)", what);
     return;
   }
   int64_t idx[DISP_TENSOR_MAX_DIMS] = {0};
@@ -316,7 +277,7 @@ static void compare_tensor(report *r, const char *what, const disp_tensor *got, 
     if (!elem_matches(elem_ptr(got, idx), w->dtype, w->vals[woff], gt, sizeof gt)) {
       if (!bad++) {
         format_dims(a, sizeof a, idx, nd);
-        addf(r, vcls, "%s: value at %s is %s, expected %s", what, a, gt, w->vals[woff]);
+        chk_addf(r, vcls, "%s: value at %s is %s, expected %s", what, a, gt, w->vals[woff]);
       }
     }
   } while (next_index(idx, w->sizes, nd));
@@ -328,11 +289,11 @@ static void compare_tensor(report *r, const char *what, const disp_tensor *got, 
 }
 
 /* Compares the whole storage of a written input with the recorded values. */
-static void compare_storage(report *r, const char *what, const disp_tensor *got, const chk_tensor *w) {
+static void compare_storage(chk_report *r, const char *what, const disp_tensor *got, const chk_tensor *w) {
   disp_storage *st = disp_tensor_storage(got);
   size_t item = disp_dtype_itemsize(w->dtype);
   if (!st || disp_storage_nbytes(st) < w->nvals * item || (w->nvals && !disp_storage_data(st))) {
-    addf(r, CL_MUTATED, "%s: storage holds %zu bytes, expected at least %zu", what,
+    chk_addf(r, CL_MUTATED, "%s: storage holds %zu bytes, expected at least %zu", what,
          st ? disp_storage_nbytes(st) : 0, w->nvals * item);
     return;
   }
@@ -340,7 +301,7 @@ static void compare_storage(report *r, const char *what, const disp_tensor *got,
   for (size_t k = 0; k < w->nvals; k++) {
     char gt[64];
     if (!elem_matches(data + k * item, w->dtype, w->vals[k], gt, sizeof gt)) {
-      addf(r, CL_MUTATED, "%s: storage element %zu is %s, expected %s", what, k, gt, w->vals[k]);
+      chk_addf(r, CL_MUTATED, "%s: storage element %zu is %s, expected %s", what, k, gt, w->vals[k]);
       return;
     }
   }
@@ -350,23 +311,23 @@ static int is_scalar_kind(chk_kind k) {
   return k == CHK_SCALAR_INT || k == CHK_SCALAR_FLOAT || k == CHK_SCALAR_BOOL;
 }
 
-static void compare_plain(report *r, const char *what, const disp_value *got, const chk_value *want) {
+static void compare_plain(chk_report *r, const char *what, const disp_value *got, const chk_value *want) {
   switch (want->kind) {
     case CHK_SCALAR_INT: case CHK_INT:
-      if (got->tag != DISP_VALUE_INT) addf(r, CL_VALUE, "%s: %s, expected an int", what, disp_value_tag_name(got->tag));
-      else if (got->u.i != want->i) addf(r, CL_VALUE, "%s: %lld, expected %lld", what, (long long)got->u.i, (long long)want->i);
+      if (got->tag != DISP_VALUE_INT) chk_addf(r, CL_VALUE, "%s: %s, expected an int", what, disp_value_tag_name(got->tag));
+      else if (got->u.i != want->i) chk_addf(r, CL_VALUE, "%s: %lld, expected %lld", what, (long long)got->u.i, (long long)want->i);
       return;
     case CHK_SCALAR_FLOAT: case CHK_FLOAT:
-      if (got->tag != DISP_VALUE_DOUBLE) addf(r, CL_VALUE, "%s: %s, expected a float", what, disp_value_tag_name(got->tag));
+      if (got->tag != DISP_VALUE_DOUBLE) chk_addf(r, CL_VALUE, "%s: %s, expected a float", what, disp_value_tag_name(got->tag));
       else if (!close_enough(got->u.d, want->d, DISP_DTYPE_FLOAT64))
-        addf(r, CL_VALUE, "%s: %.17g, expected %.17g", what, got->u.d, want->d);
+        chk_addf(r, CL_VALUE, "%s: %.17g, expected %.17g", what, got->u.d, want->d);
       return;
     case CHK_SCALAR_BOOL: case CHK_BOOL:
-      if (got->tag != DISP_VALUE_BOOL) addf(r, CL_VALUE, "%s: %s, expected a bool", what, disp_value_tag_name(got->tag));
-      else if (got->u.b != (want->i != 0)) addf(r, CL_VALUE, "%s: %d, expected %d", what, got->u.b, (int)want->i);
+      if (got->tag != DISP_VALUE_BOOL) chk_addf(r, CL_VALUE, "%s: %s, expected a bool", what, disp_value_tag_name(got->tag));
+      else if (got->u.b != (want->i != 0)) chk_addf(r, CL_VALUE, "%s: %d, expected %d", what, got->u.b, (int)want->i);
       return;
     default:
-      addf(r, CL_HARNESS, "%s: cannot compare a return of this kind", what);
+      chk_addf(r, CL_HARNESS, "%s: cannot compare a return of this kind", what);
   }
 }
 
@@ -378,7 +339,7 @@ static const chk_value *arg_value(const chk_case *c, const char *name, size_t *i
   return NULL;
 }
 
-static void check_random(report *r, const chk_case *c, const built *b, disp_stack *stack) {
+static void check_random(chk_report *r, const chk_case *c, const chk_built *b, disp_stack *stack) {
   disp_value *v0 = disp_stack_at(stack, 0);
   if (!v0 || v0->tag != DISP_VALUE_TENSOR || c->nouts < 1 || c->outs[0].kind != CHK_TENSORMETA) return;
   disp_tensor *out = v0->u.tensor;
@@ -390,7 +351,7 @@ static void check_random(report *r, const chk_case *c, const built *b, disp_stac
   if (!strcmp(c->op, "aten::rand") || !strncmp(c->op, "aten::rand.", 11)) {
     do {
       double x = chk_load_double(elem_ptr(out, idx), dt);
-      if (!(x >= 0.0 && x < 1.0)) { addf(r, CL_VALUE, "rand value %.17g outside [0, 1)", x); return; }
+      if (!(x >= 0.0 && x < 1.0)) { chk_addf(r, CL_VALUE, "rand value %.17g outside [0, 1)", x); return; }
     } while (next_index(idx, sz, nd));
     return;
   }
@@ -416,7 +377,7 @@ static void check_random(report *r, const chk_case *c, const built *b, disp_stac
     int ok = kept ? close_enough(y, x * scale, dt) : y == 0.0 || (!isfinite(x) && isnan(y));
     if (!ok && !mask && !isfinite(x) && isnan(y)) ok = 1;
     if (!ok) {
-      addf(r, CL_VALUE, "dropout element %.17g of input %.17g is neither 0 nor input/(1-p)%s", y, x,
+      chk_addf(r, CL_VALUE, "dropout element %.17g of input %.17g is neither 0 nor input/(1-p)%s", y, x,
            mask ? " as the mask says" : "");
       return;
     }
@@ -432,11 +393,11 @@ static int error_needs_values(const chk_case *c) {
          (c->note && strstr(c->note, "no CPU kernel in 1.13"));
 }
 
-static void compare_returns(report *r, const chk_case *c, const built *b, disp_stack *stack,
-                            const opts *o) {
+static void compare_returns(chk_report *r, const chk_case *c, const chk_built *b, disp_stack *stack,
+                            const chk_opts *o) {
   size_t nret = disp_stack_size(stack);
   if (nret != c->nouts) {
-    addf(r, CL_VALUE, "%zu returns, expected %zu", nret, c->nouts);
+    chk_addf(r, CL_VALUE, "%zu returns, expected %zu", nret, c->nouts);
     if (nret > c->nouts) nret = c->nouts;
   }
   for (size_t i = 0; i < nret; i++) {
@@ -445,12 +406,12 @@ static void compare_returns(report *r, const chk_case *c, const built *b, disp_s
     char what[32];
     snprintf(what, sizeof what, "out %zu", i);
     if (want->kind == CHK_NONE) {
-      if (got->tag != DISP_VALUE_NONE) addf(r, CL_VALUE, "%s: %s, expected None", what, disp_value_tag_name(got->tag));
+      if (got->tag != DISP_VALUE_NONE) chk_addf(r, CL_VALUE, "%s: %s, expected None", what, disp_value_tag_name(got->tag));
       continue;
     }
     if (want->kind == CHK_TENSORS) {
       if (got->tag != DISP_VALUE_TENSOR_LIST || got->u.tensors.len != want->nelems) {
-        addf(r, CL_VALUE, "%s: not a list of %zu tensors", what, want->nelems);
+        chk_addf(r, CL_VALUE, "%s: not a list of %zu tensors", what, want->nelems);
         continue;
       }
       for (size_t e = 0; e < want->nelems; e++) {
@@ -458,10 +419,10 @@ static void compare_returns(report *r, const chk_case *c, const built *b, disp_s
         snprintf(ew, sizeof ew, "%s.%zu", what, e);
         disp_tensor *t = got->u.tensors.data[e];
         if (want->elems[e].kind == CHK_NONE || !t) {
-          if ((want->elems[e].kind == CHK_NONE) != !t) addf(r, CL_VALUE, "%s: None mismatch", ew);
+          if ((want->elems[e].kind == CHK_NONE) != !t) chk_addf(r, CL_VALUE, "%s: None mismatch", ew);
           continue;
         }
-        compare_tensor(r, ew, t, &want->elems[e], CL_STRIDE, CL_VALUE, o);
+        chk_compare_tensor(r, ew, t, &want->elems[e], CL_STRIDE, CL_VALUE, o);
       }
       continue;
     }
@@ -470,7 +431,7 @@ static void compare_returns(report *r, const chk_case *c, const built *b, disp_s
       continue;
     }
     if (got->tag != DISP_VALUE_TENSOR) {
-      addf(r, CL_VALUE, "%s: %s, expected a Tensor", what, disp_value_tag_name(got->tag));
+      chk_addf(r, CL_VALUE, "%s: %s, expected a Tensor", what, disp_value_tag_name(got->tag));
       continue;
     }
     disp_tensor *t = got->u.tensor;
@@ -481,62 +442,62 @@ static void compare_returns(report *r, const chk_case *c, const built *b, disp_s
       aliased = 1;
       disp_tensor *in;
       disp_storage *st = label_storage(c, b, c->aliases[k].label, &in);
-      if (!st && !in) addf(r, CL_HARNESS, "aliases names unknown input '%s'", c->aliases[k].label);
+      if (!st && !in) chk_addf(r, CL_HARNESS, "aliases names unknown input '%s'", c->aliases[k].label);
       else if (!ts || ts != st)
-        addf(r, CL_ALIAS, "%s does not share storage with %s", what, c->aliases[k].label);
+        chk_addf(r, CL_ALIAS, "%s does not share storage with %s", what, c->aliases[k].label);
     }
     if (!aliased && ts) {
       for (size_t a = 0; a < c->nargs; a++) {
         int shares = (b[a].t && disp_tensor_storage(b[a].t) == ts) || (b[a].st && b[a].st == ts);
         for (size_t e = 0; e < b[a].nlist; e++)
           shares |= b[a].list[e] && disp_tensor_storage(b[a].list[e]) == ts;
-        if (shares) addf(r, CL_ALIAS, "%s shares storage with input %s (expected a fresh tensor)", what, c->args[a].name);
+        if (shares) chk_addf(r, CL_ALIAS, "%s shares storage with input %s (expected a fresh tensor)", what, c->args[a].name);
       }
     }
-    compare_tensor(r, what, t, want, aliased ? CL_ALIAS : CL_STRIDE, CL_VALUE, o);
+    chk_compare_tensor(r, what, t, want, aliased ? CL_ALIAS : CL_STRIDE, CL_VALUE, o);
   }
   for (size_t m = 0; m < c->nmuts; m++) {
     disp_tensor *in;
     label_storage(c, b, c->muts[m].label, &in);
     char what[96];
     snprintf(what, sizeof what, "mutated %s", c->muts[m].label);
-    if (!in) { addf(r, CL_HARNESS, "mutated names unknown input '%s'", c->muts[m].label); continue; }
+    if (!in) { chk_addf(r, CL_HARNESS, "mutated names unknown input '%s'", c->muts[m].label); continue; }
     int before = r->nmsgs;
-    compare_tensor(r, what, in, &c->muts[m].v, CL_MUTATED, CL_MUTATED, o);
+    chk_compare_tensor(r, what, in, &c->muts[m].v, CL_MUTATED, CL_MUTATED, o);
     if (r->nmsgs == before && !o->meta && c->muts[m].v.kind == CHK_TENSOR)
       compare_storage(r, what, in, &c->muts[m].v.t);
   }
   if (!o->meta) check_random(r, c, b, stack);
 }
 
-static void run_case(const chk_case *c, const opts *gopts, report *r) {
-  opts lo = *gopts;
-  const opts *o = &lo;
+static void run_case(const chk_case *c, const chk_opts *gopts, chk_report *r) {
+  chk_opts lo = *gopts;
+  const chk_opts *o = &lo;
   for (size_t a = 0; a < c->nargs; a++) {
     chk_kind k = c->args[a].v.kind;
     if (k == CHK_TENSOR || k == CHK_TENSORS || k == CHK_STORAGE || k == CHK_DEVICE) lo.fresh_on_meta = 1;
   }
   const disp_op *op = NULL;
   if (disp_op_find(c->op, &op) != DISP_OK) {
-    addf(r, CL_KERNEL, "%s", disp_last_error());
+    chk_addf(r, CL_KERNEL, "%s", disp_last_error());
     return;
   }
   const disp_schema *schema = disp_op_schema(op);
   size_t nargs = disp_schema_num_arguments(schema);
   if (nargs != c->nargs) {
-    addf(r, CL_HARNESS, "%zu args, the schema has %zu", c->nargs, nargs);
+    chk_addf(r, CL_HARNESS, "%zu args, the schema has %zu", c->nargs, nargs);
     return;
   }
   for (size_t a = 0; a < nargs; a++)
     if (strcmp(disp_schema_argument_name(schema, a), c->args[a].name)) {
-      addf(r, CL_HARNESS, "arg %zu is '%s', the schema says '%s'", a, c->args[a].name,
+      chk_addf(r, CL_HARNESS, "arg %zu is '%s', the schema says '%s'", a, c->args[a].name,
            disp_schema_argument_name(schema, a));
       return;
     }
-  built *b = calloc(nargs ? nargs : 1, sizeof *b);
+  chk_built *b = calloc(nargs ? nargs : 1, sizeof *b);
   disp_stack *stack = disp_stack_new();
   if (!b || !stack) {
-    addf(r, CL_HARNESS, "out of memory");
+    chk_addf(r, CL_HARNESS, "out of memory");
     free(b);
     disp_stack_free(stack);
     return;
@@ -547,15 +508,15 @@ static void run_case(const chk_case *c, const opts *gopts, report *r) {
     while (given > 0 && c->args[given - 1].defaulted) given--;
   disp_status st = DISP_OK;
   for (size_t a = 0; a < nargs && st == DISP_OK; a++) {
-    st = build_arg(&c->args[a].v, o, &b[a]);
-    if (st == DISP_OK && a < given) st = push_arg(stack, &c->args[a].v, &b[a], o);
+    st = chk_build_arg(&c->args[a].v, o, &b[a]);
+    if (st == DISP_OK && a < given) st = chk_push_arg(stack, &c->args[a].v, &b[a], o);
   }
   if (st != DISP_OK) {
-    addf(r, CL_HARNESS, "building the arguments: %s", disp_last_error());
+    chk_addf(r, CL_HARNESS, "building the arguments: %s", disp_last_error());
     goto done;
   }
   if (given < nargs && disp_stack_fill_defaults(op, stack, given) != DISP_OK) {
-    addf(r, CL_ERROR, "disp_stack_fill_defaults: %s", disp_last_error());
+    chk_addf(r, CL_ERROR, "disp_stack_fill_defaults: %s", disp_last_error());
     goto done;
   }
   disp_clear_error();
@@ -575,7 +536,7 @@ static void run_case(const chk_case *c, const opts *gopts, report *r) {
    * own error was the missing kernel (_copy_from on CPU). */
   if (c->error) {
     if (missing && strncmp(c->error, "Could not run '", 15)) {
-      addf(r, CL_KERNEL, "%s (expected error: %s)", disp_last_error(), c->error);
+      chk_addf(r, CL_KERNEL, "%s (expected error: %s)", disp_last_error(), c->error);
     } else if (st != DISP_OK) {
       snprintf(r->info, sizeof r->info, "  error: %s\n  expected: %s\n", disp_last_error(), c->error);
     } else if (c->note && strstr(c->note, "no CPU kernel in 1.13")) {
@@ -585,18 +546,19 @@ static void run_case(const chk_case *c, const opts *gopts, report *r) {
       r->skip = 1;
       snprintf(r->msg, sizeof r->msg, "the error depends on values or CPU dtypes, not on Meta");
     } else {
-      addf(r, CL_ERROR, "succeeded, expected error: %s", c->error);
+      chk_addf(r, CL_ERROR, "succeeded, expected error: %s", c->error);
     }
     goto done;
   }
   if (st != DISP_OK) {
-    addf(r, missing ? CL_KERNEL : CL_ERROR, "%s", disp_last_error());
+    chk_addf(r, missing ? CL_KERNEL : CL_ERROR, "%s", disp_last_error());
     goto done;
   }
   compare_returns(r, c, b, stack, o);
+  if (o->grad) chk_check_grad(c, op, o, r);
 done:
   disp_stack_free(stack);
-  built_free(b, nargs);
+  chk_built_free(b, nargs);
 }
 
 /* ---- the command ---------------------------------------------------------- */
@@ -607,7 +569,7 @@ done:
  * one FAIL [crash] instead of the whole run. The child leaves with _exit, so
  * LeakSanitizer does not look at it: leaks are for the normal mode.
  */
-static void run_case_isolated(const chk_case *c, const opts *o, report *r) {
+static void run_case_isolated(const chk_case *c, const chk_opts *o, chk_report *r) {
   int fd[2];
   if (pipe(fd) != 0) { run_case(c, o, r); return; }
   fflush(stdout);
@@ -639,8 +601,8 @@ static void run_case_isolated(const chk_case *c, const opts *o, report *r) {
   while (waitpid(pid, &status, 0) < 0) {}
   if (got != sizeof *r) {
     memset(r, 0, sizeof *r);
-    if (WIFSIGNALED(status)) addf(r, CL_CRASH, "killed by signal %d", WTERMSIG(status));
-    else addf(r, CL_CRASH, "the case's process exited with status %d", WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) chk_addf(r, CL_CRASH, "killed by signal %d", WTERMSIG(status));
+    else chk_addf(r, CL_CRASH, "the case's process exited with status %d", WEXITSTATUS(status));
   }
 }
 
@@ -669,12 +631,13 @@ static char *read_cases_file(const char *path) {
 }
 
 static const char *const check_usage =
-    "usage: disp check-ops [--device cpu|meta] [--verbose] [--fill-defaults] FILE...\n\n"
+    "usage: disp check-ops [--device cpu|meta] [--grad] [--verbose] [--fill-defaults] FILE...\n\n"
     "Runs reference cases (shared/conformance/ops format) through the dispatcher with\n"
     "disp_call_boxed and compares returns, aliasing, mutated inputs and errors with what\n"
     "PyTorch 1.13 recorded. Prints 'PASS <case>', 'FAIL <case>: [class] why' or\n"
     "'SKIP <case>: why' per case and 'N passed, M failed[, K skipped]' at the end;\n"
-    "exit 1 on any failure. Failure classes: kernel error value stride alias mutated harness crash.\n\n"
+    "exit 1 on any failure. Failure classes: kernel error value stride alias mutated harness\n"
+    "crash grad.\n\n"
     "  --device meta    build inputs on the Meta device; compare dtype, sizes, strides,\n"
     "                   offset and aliasing only\n"
     "  --verbose        also print the messages of expected errors and warnings\n"
@@ -682,10 +645,14 @@ static const char *const check_usage =
     "                   disp_stack_fill_defaults supply them (default: pass all)\n"
     "  --per-op         after each file, a line '== FILE: P passed, F failed, S skipped'\n"
     "  --isolate        run each case in a child process: a crashing kernel gives\n"
-    "                   'FAIL <case>: [crash] ...' and the run goes on\n";
+    "                   'FAIL <case>: [crash] ...' and the run goes on\n"
+    "  --grad           run only the cases with a requires_grad line and also check their\n"
+    "                   gradients: the inputs made leaves, disp_autograd_grad with the\n"
+    "                   grad_output tensors, compared with the grad lines (float64\n"
+    "                   tolerances; no grad line: the gradient must be None)\n";
 
 int disp_tool_check_ops(int argc, char **argv) {
-  opts o = {0};
+  chk_opts o = {0};
   int nfiles = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(check_usage, stdout); return 0; }
@@ -693,6 +660,7 @@ int disp_tool_check_ops(int argc, char **argv) {
     else if (!strcmp(argv[i], "--fill-defaults")) o.fill_defaults = 1;
     else if (!strcmp(argv[i], "--per-op")) o.per_op = 1;
     else if (!strcmp(argv[i], "--isolate")) o.isolate = 1;
+    else if (!strcmp(argv[i], "--grad")) o.grad = 1;
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
       const char *d = argv[++i];
       if (!strcmp(d, "meta")) o.meta = 1;
@@ -703,6 +671,7 @@ int disp_tool_check_ops(int argc, char **argv) {
     } else nfiles++;
   }
   if (!nfiles) { fputs(check_usage, stderr); return 2; }
+  if (o.grad && o.meta) { fprintf(stderr, "disp check-ops: --grad compares values: not with --device meta\n"); return 2; }
   disp_set_warning_handler(quiet_warning, &o.verbose);
   /* which kernels ran: the same cases are run at each capability and thread count */
   printf("== CPU capability %s, %d thread(s)\n", disp_cpu_capability(), disp_get_num_threads());
@@ -717,7 +686,8 @@ int disp_tool_check_ops(int argc, char **argv) {
     int prc = chk_parse_file(text, &cases, &ncases, err, sizeof err);
     long p0 = passed, f0 = failed, s0 = skipped;
     for (size_t k = 0; k < ncases; k++) {
-      report r = {0};
+      chk_report r = {0};
+      if (o.grad && !cases[k].nrequires_grad) { chk_case_free(&cases[k]); continue; }
       if (o.isolate) run_case_isolated(&cases[k], &o, &r);
       else run_case(&cases[k], &o, &r);
       if (r.skip) { printf("SKIP %s: %s\n", cases[k].name, r.msg); skipped++; }

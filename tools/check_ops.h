@@ -83,6 +83,8 @@ typedef struct chk_arg {
 
 typedef struct chk_alias { int ret; const char *label; } chk_alias;
 typedef struct chk_mutated { const char *label; chk_value v; } chk_mutated;
+/* `grad_output <i> <tensor>` (label NULL, ret i) or `grad <label> <tensor>`. */
+typedef struct chk_grad { int ret; const char *label; chk_value v; } chk_grad;
 
 typedef struct chk_case {
   const char *name;    /* "add.Tensor#1" */
@@ -93,6 +95,9 @@ typedef struct chk_case {
   chk_value *outs; size_t nouts;   /* indexed by return number */
   chk_alias *aliases; size_t naliases;
   chk_mutated *muts; size_t nmuts;
+  const char **requires_grad; size_t nrequires_grad; /* input labels, gradient cases only */
+  chk_grad *grad_outputs; size_t ngrad_outputs;
+  chk_grad *grads; size_t ngrads;     /* inputs absent here got None */
   int lineno;          /* of the `case` line, for messages */
 } chk_case;
 
@@ -127,5 +132,79 @@ disp_status chk_build_tensor(const chk_tensor *t, int meta, disp_tensor **out);
 /* chk_build_storage - a storage of t->nvals elements of t->dtype (values
  * written on CPU). New reference. */
 disp_status chk_build_storage(const chk_tensor *t, int meta, disp_storage **out);
+
+/* ---- running a case (check_ops.c, shared with check_ops_grad.c) ---------- */
+
+/* Failure classes: what part of a case went wrong (the usage text). */
+enum {
+  CL_KERNEL = 1u << 0,
+  CL_ERROR = 1u << 1,
+  CL_VALUE = 1u << 2,
+  CL_STRIDE = 1u << 3,
+  CL_ALIAS = 1u << 4,
+  CL_MUTATED = 1u << 5,
+  CL_HARNESS = 1u << 6,
+  CL_CRASH = 1u << 7,
+  CL_GRAD = 1u << 8, /* --grad: a gradient differs, is missing, or backward failed */
+  CL_COUNT = 9
+};
+
+typedef struct chk_opts {
+  int meta;
+  int verbose;
+  int fill_defaults;
+  int per_op;
+  int isolate;
+  int grad; /* --grad: only gradient cases, their gradients checked too */
+  /* per case, on a Meta run: fresh returns belong on Meta (the case has a
+   * tensor or device argument; a factory left to device=None makes CPU) */
+  int fresh_on_meta;
+} chk_opts;
+
+/* What happened to one case. */
+typedef struct chk_report {
+  char msg[2048];
+  size_t len;
+  unsigned classes;
+  int nmsgs;
+  int skip;
+  char info[1024]; /* --verbose: the error a case expected and got */
+} chk_report;
+
+/* chk_addf - records a failure of class `cls` (one CL_ bit); the first few
+ * messages are kept in r->msg. */
+void chk_addf(chk_report *r, unsigned cls, const char *fmt, ...) DISP_PRINTF(3, 4);
+
+/* The objects built for one argument of a call (owned). */
+typedef struct chk_built {
+  disp_tensor *t;         /* Tensor, Tensor? (NULL: None) */
+  disp_tensor **list;     /* Tensor[] elements (NULL: None element) */
+  size_t nlist;
+  disp_storage *st;       /* Storage */
+} chk_built;
+
+/* chk_build_arg - builds what argument value v needs into *b (zeroed);
+ * chk_push_arg pushes it on s; chk_built_free releases n of them and the
+ * array. */
+disp_status chk_build_arg(const chk_value *v, const chk_opts *o, chk_built *b);
+disp_status chk_push_arg(disp_stack *s, const chk_value *v, const chk_built *b, const chk_opts *o);
+void chk_built_free(chk_built *b, size_t n);
+
+/*
+ * chk_compare_tensor - compares `got` with the recorded `want`: dtype and
+ * sizes, then strides and offset (a mismatch of class geom_class; 0 skips
+ * the geometry: compare by value), device, and the values with the
+ * tolerances of the README (float64: rtol 1e-7, atol 1e-7). Other
+ * mismatches are of class vcls.
+ */
+void chk_compare_tensor(chk_report *r, const char *what, const disp_tensor *got, const chk_value *want,
+                        unsigned geom_class, unsigned vcls, const chk_opts *o);
+
+/*
+ * chk_check_grad - the gradient part of a case with `requires_grad` lines
+ * (check_ops_grad.c): runs op again on fresh leaves and compares
+ * disp_autograd_grad's results with the `grad` lines. Failures go to r.
+ */
+void chk_check_grad(const chk_case *c, const disp_op *op, const chk_opts *o, chk_report *r);
 
 #endif

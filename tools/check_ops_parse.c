@@ -415,6 +415,11 @@ void chk_case_free(chk_case *c) {
   free(c->aliases);
   for (size_t k = 0; k < c->nmuts; k++) value_free(&c->muts[k].v);
   free(c->muts);
+  free(c->requires_grad);
+  for (size_t k = 0; k < c->ngrad_outputs; k++) value_free(&c->grad_outputs[k].v);
+  free(c->grad_outputs);
+  for (size_t k = 0; k < c->ngrads; k++) value_free(&c->grads[k].v);
+  free(c->grads);
   memset(c, 0, sizeof *c);
 }
 
@@ -428,6 +433,31 @@ static void *grow(void *arr, size_t *n, size_t sz) {
 }
 
 #define GROW(arr, n) ((tmp = grow((arr), &(n), sizeof *(arr))) ? ((arr) = tmp, 1) : 0)
+
+/* `requires_grad L...`, `grad_output I TENSOR` or `grad L TENSOR`. */
+static int parse_grad_line(parser *p, size_t line, char **tok, size_t n, chk_case *c) {
+  void *tmp;
+  if (!strcmp(tok[0], "requires_grad")) {
+    for (size_t t = 1; t < n; t++) {
+      if (!GROW(c->requires_grad, c->nrequires_grad)) return perr(p, line, "out of memory");
+      c->requires_grad[c->nrequires_grad - 1] = tok[t];
+    }
+    return n > 1 ? 0 : perr(p, line, "requires_grad names no input");
+  }
+  if (n < 3) return perr(p, line, "%s needs a label and a tensor", tok[0]);
+  int out = !strcmp(tok[0], "grad_output");
+  chk_grad *g;
+  if (out ? !GROW(c->grad_outputs, c->ngrad_outputs) : !GROW(c->grads, c->ngrads))
+    return perr(p, line, "out of memory");
+  g = out ? &c->grad_outputs[c->ngrad_outputs - 1] : &c->grads[c->ngrads - 1];
+  int64_t idx = 0;
+  if (out && (!parse_int(tok[1], &idx) || idx < 0 || idx > 64)) return perr(p, line, "bad return index");
+  g->ret = (int)idx;
+  g->label = out ? NULL : tok[1];
+  int rc = parse_value(p, line, tok + 2, n - 2, &g->v);
+  if (!rc && g->v.kind != CHK_TENSOR) rc = perr(p, line, "%s needs a tensor", tok[0]);
+  return rc;
+}
 
 /* One block, from after its `case` line to its `end`. */
 static int parse_block(parser *p, chk_case *c) {
@@ -501,7 +531,7 @@ static int parse_block(parser *p, chk_case *c) {
           rc = perr(p, line, "mutated needs a tensor");
       }
     } else if (!strcmp(k, "requires_grad") || !strcmp(k, "grad_output") || !strcmp(k, "grad")) {
-      /* gradients belong to the autograd issue */
+      rc = parse_grad_line(p, line, tok, n, c);
     } else {
       rc = perr(p, line, "unexpected line '%s'", k);
     }

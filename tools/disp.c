@@ -38,7 +38,7 @@ static const char *const usage =
     "  ops                      the schema of every registered operator, sorted\n"
     "  ops --backend KEY --required|--missing\n"
     "                           the operators a backend on KEY must implement (still lacks)\n"
-    "  check-ops [--device cpu|meta] FILE...\n"
+    "  check-ops [--device cpu|meta] [--grad] FILE...\n"
     "                           run reference cases (conformance/ops format) and compare\n"
     "  check                    report failed static registrations and impls without a def\n"
     "\n"

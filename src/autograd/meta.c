@@ -31,6 +31,7 @@ static void meta_destroy(void *p) {
     disp__weak_release(m->weak);
   }
   hooks_free(m->leaf_hooks);
+  disp_tensor_release(m->view_base);
   free(m);
 }
 
