@@ -286,16 +286,8 @@ static const char *const twin = NULL;
 
 /* One table row per case: times at one thread setting, ratio, target. */
 static void print_times(const char *threads, const double *ours, const double *theirs) {
-  for (int k = 0; k < NCASES; k++) {
-    char a[32], b[32], r[32], goal[32];
-    double ratio = theirs[k] > 0 && ours[k] > 0 ? theirs[k] / ours[k] : -1;
-    bench_cell(a, sizeof a, "%.1f", ours[k] / 1e3);
-    bench_cell(b, sizeof b, "%.1f", theirs[k] < 0 ? -1 : theirs[k] / 1e3);
-    bench_cell(r, sizeof r, "%.2fx", ratio);
-    snprintf(goal, sizeof goal, ">= %gx", cases[k].goal);
-    printf("%-16s %-9s %10s %12s %8s %8s  %s\n", specs[k].label, threads, a, b, r, goal,
-           ratio < 0 ? "-" : ratio >= cases[k].goal ? "PASS" : "MISS");
-  }
+  for (int k = 0; k < NCASES; k++)
+    bench_print_ratio_row(bench_label(&specs[k]), threads, ours[k], theirs[k], cases[k].goal);
 }
 
 int main(int argc, char **argv) {
@@ -305,8 +297,7 @@ int main(int argc, char **argv) {
                      "beside libtorch",
                      twin, "bench/train_torch, at:: ops, Tensor::backward, torch::optim::Adam");
   printf("\n");
-  printf("%-16s %-9s %10s %12s %8s %8s  %s\n", "case", "threads", "ours us", "libtorch us", "ratio", "target",
-         "result");
+  bench_ratio_header("case");
   if (bench_race_all(run, twin, specs, NCASES, print_times)) return 1;
   printf("ratio = libtorch us / ours; targets from issue 10.\n\n");
 

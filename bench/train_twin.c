@@ -1,7 +1,7 @@
 /*
  * train_twin - does training in C compute what PyTorch computes? The MLP of
  * examples/mlp.c (784-256-128-10, ReLU, torch.nn's default initialisation
- * from the seeded generator) trained for 200 steps (batch 64, cross-entropy,
+ * from the seeded generator, examples/train.c's train_param) trained for 200 steps (batch 64, cross-entropy,
  * Adam lr 1e-3) on Fashion-MNIST here and by a libtorch twin
  * (bench/train_twin_torch) from the SAME initial weights and the SAME
  * batches: this program writes its initial parameters and the image indices
@@ -26,7 +26,7 @@
 #include <disp.h>
 #include <disp/optim.h>
 
-#include "fmnist.h"
+#include "train.h" /* train_param, and fmnist.h */
 
 enum { STEPS = 200, BATCH = 64, LAYERS = 3, NPARAMS = 2 * LAYERS, EVERY = 20 };
 static const int64_t widths[LAYERS + 1] = {FMNIST_PIXELS, 256, 128, FMNIST_CLASSES};
@@ -38,30 +38,14 @@ static const char *const twin = DISP_BENCH_TORCH_EXE;
 static const char *const twin = NULL;
 #endif
 
-/* examples/train.c's train_param: uniform in +-1/sqrt(fan_in) from the seeded
- * generator (rand in [0, 1), * 2 bound, - bound), requiring grad. */
-static disp_status make_param(const int64_t *sizes, int ndim, int64_t fan_in, disp_tensor **out) {
-  double bound = 1.0 / sqrt((double)fan_in);
-  disp_int_list l = {sizes, (size_t)ndim};
-  disp_opt_device cpu = {DISP_BACKEND_CPU, -1, true};
-  disp_opt_bool none = {false, false};
-  disp_tensor *u = NULL, *scaled = NULL;
-  disp_status st = disp_aten_rand(l, DISP_DTYPE_FLOAT32, -1, cpu, none, &u);
-  if (st == DISP_OK) st = disp_aten_mul_Scalar(u, disp_scalar_double(2 * bound), &scaled);
-  if (st == DISP_OK) st = disp_aten_sub_Scalar(scaled, disp_scalar_double(bound), disp_scalar_int(1), out);
-  if (st == DISP_OK) st = disp_tensor_set_requires_grad(*out, 1);
-  disp_tensor_release(u), disp_tensor_release(scaled);
-  return st;
-}
-
 /* examples/mlp.c's mlp_init. */
 static disp_status init_params(uint64_t seed, disp_tensor **p) {
   disp_manual_seed(seed);
   disp_status st = DISP_OK;
   for (int l = 0; l < LAYERS && st == DISP_OK; l++) {
     int64_t w[2] = {widths[l + 1], widths[l]};
-    st = make_param(w, 2, widths[l], &p[2 * l]);
-    if (st == DISP_OK) st = make_param(&w[0], 1, widths[l], &p[2 * l + 1]);
+    st = train_param(w, 2, widths[l], &p[2 * l]);
+    if (st == DISP_OK) st = train_param(&w[0], 1, widths[l], &p[2 * l + 1]);
   }
   return st;
 }
