@@ -224,6 +224,21 @@ void bench_cell(char *buf, size_t size, const char *fmt, double v) {
   else snprintf(buf, size, fmt, v);
 }
 
+void bench_ratio_header(const char *what) {
+  printf("%-16s %-9s %10s %12s %8s %8s  %s\n", what, "threads", "ours us", "libtorch us", "ratio", "target", "result");
+}
+
+void bench_print_ratio_row(const char *label, const char *threads, double ours_ns, double theirs_ns, double goal) {
+  char a[32], b[32], r[32], g[32];
+  double ratio = theirs_ns > 0 && ours_ns > 0 ? theirs_ns / ours_ns : -1;
+  bench_cell(a, sizeof a, "%.2f", ours_ns < 0 ? -1 : ours_ns / 1e3);
+  bench_cell(b, sizeof b, "%.2f", theirs_ns < 0 ? -1 : theirs_ns / 1e3);
+  bench_cell(r, sizeof r, "%.2fx", ratio);
+  snprintf(g, sizeof g, ">= %gx", goal);
+  printf("%-16s %-9s %10s %12s %8s %8s  %s\n", label, threads, a, b, r, g,
+         ratio < 0 ? "-" : ratio >= goal ? "PASS" : "MISS");
+}
+
 /* Keeps the smaller of best[i] and v[i], ignoring -1 on either side. */
 static void keep_best(double *best, const double *v, int n) {
   for (int i = 0; i < n; i++)

@@ -111,6 +111,15 @@ void bench_print_counts(const char *twin, const bench_spec *specs, int n, const 
  * One thread: the copy bandwidth a single core sees. */
 double bench_copy_ns(size_t bytes);
 
+/* Prints one row of a ratio table: label, threads, ours and libtorch in us
+ * (from ns; "-" where < 0), the ratio libtorch / ours, ">= goal x" and PASS
+ * or MISS ("-" without both figures). The header is bench_ratio_header. */
+void bench_print_ratio_row(const char *label, const char *threads, double ours_ns, double theirs_ns, double goal);
+
+/* Prints the header row bench_print_ratio_row's rows go under; `what`
+ * names the first column ("size", "case"). */
+void bench_ratio_header(const char *what);
+
 /* snprintf(buf, size, fmt, v), or "-" when v < 0. */
 void bench_cell(char *buf, size_t size, const char *fmt, double v);
 

@@ -106,16 +106,8 @@ static const char *const twin = NULL;
 
 /* One table row per size: times at one thread setting, ratio, target. */
 static void print_times(const char *threads, const double *ours, const double *theirs) {
-  for (int k = 0; k < NSIZES; k++) {
-    char a[32], b[32], r[32], goal[32];
-    double ratio = theirs[k] > 0 && ours[k] > 0 ? theirs[k] / ours[k] : -1;
-    bench_cell(a, sizeof a, "%.2f", ours[k] / 1e3);
-    bench_cell(b, sizeof b, "%.2f", theirs[k] < 0 ? -1 : theirs[k] / 1e3);
-    bench_cell(r, sizeof r, "%.2fx", ratio);
-    snprintf(goal, sizeof goal, ">= %gx", sizes[k].goal);
-    printf("%-16s %-9s %10s %12s %8s %8s  %s\n", specs[k].label, threads, a, b, r, goal,
-           ratio < 0 ? "-" : ratio >= sizes[k].goal ? "PASS" : "MISS");
-  }
+  for (int k = 0; k < NSIZES; k++)
+    bench_print_ratio_row(bench_label(&specs[k]), threads, ours[k], theirs[k], sizes[k].goal);
 }
 
 int main(int argc, char **argv) {
@@ -124,8 +116,7 @@ int main(int argc, char **argv) {
   bench_print_header("libdispatch MLP forward (linear, relu, linear, log_softmax dim 1; float32) beside libtorch",
                      twin, "bench/mlp_torch, at::linear/relu/log_softmax under c10::InferenceMode");
   printf("\n");
-  printf("%-16s %-9s %10s %12s %8s %8s  %s\n", "size", "threads", "ours us", "libtorch us", "ratio", "target",
-         "result");
+  bench_ratio_header("size");
   if (bench_race_all(run, twin, specs, NSIZES, print_times)) return 1;
 
   printf("ratio = libtorch us / ours; targets from issue 9.\n\n");
