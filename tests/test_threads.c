@@ -220,7 +220,7 @@ static disp_status products(results *r) {
 
 /* The MLP benchmark's layers (bench/mlp_forward): linear 784 -> 256 and
  * 256 -> 10 on a batch of 128, 64 -> 128 on 32; Note [Threaded gemm] splits
- * them on unit boundaries, never mid-unit. */
+ * the first on a unit boundary, never mid-unit (the others are too small). */
 static disp_status linears(results *r) {
   static const int64_t shapes[3][3] = {{128, 784, 256}, {128, 256, 10}, {32, 64, 128}};
   disp_status st = DISP_OK;
