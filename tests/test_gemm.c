@@ -211,7 +211,9 @@ static int split_run(int threads, int64_t m, int64_t n, int64_t k, int ta, int l
  * rows of C, of columns when C is column-major) equals the one-call product bit for
  * bit, on both paths, whatever the layouts. */
 TEST(split_product_equals_unsplit) {
-  static const int64_t sizes[][3] = {{301, 97, 203}, {5, 777, 301}, {97, 64, 64}, {3, 1000, 100}, {100, 1000, 100}, {1000, 3, 100}, {500, 1, 300}};
+  static const int64_t sizes[][3] = {{301, 97, 203}, {5, 777, 301}, {97, 64, 64},   {3, 1000, 100},
+                                     {100, 1000, 100}, {1000, 3, 100}, {500, 1, 300}, {128, 256, 784},
+                                     {128, 10, 256},  {32, 128, 64},  {131, 40, 150}};
   int saved = disp_get_num_threads();
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (int portable = 0; portable < 2; portable++)
@@ -233,6 +235,44 @@ TEST(split_product_equals_unsplit) {
                        (long long)m, (long long)n, (long long)k, portable, ta, lay);
           free(a), free(b), free(c[0]), free(c[1]), free(c[2]);
         }
+  ASSERT_OK(disp_set_num_threads(saved));
+  return 0;
+}
+
+/* The blocks disp__gemm_blocks reports for an m-row product at `threads`. */
+static int blocks_at(int threads, disp_dtype dt, int64_t m, int64_t n, int64_t k, int col_major,
+                     int64_t starts[4]) {
+  disp__mat c = {NULL, col_major ? 1 : n, col_major ? m : 1};
+  if (disp_set_num_threads(threads) != DISP_OK) return -1;
+  return disp__gemm_blocks(dt, m, n, k, c, starts, 4);
+}
+
+/* Note [Threaded gemm]: one block per thread, each starting on a unit
+ * boundary (Note [gemm unit]) and as even as the unit allows: the 128 rows
+ * of the MLP benchmark's first layer go 64 +- 12 each way on 2 threads
+ * (60/68 for sgemm's unit 12 here), not 96/32. */
+TEST(split_blocks_are_balanced) {
+  int saved = disp_get_num_threads();
+  int64_t st[4];
+  for (int d = 0; d < 2; d++) {
+    disp_dtype dt = d ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_FLOAT32;
+    ASSERT_EQ_INT(blocks_at(1, dt, 128, 256, 784, 0, st), 1);
+    ASSERT_EQ_INT(blocks_at(2, dt, 8, 8, 8, 0, st), 1); /* too little work to split */
+    ASSERT_EQ_INT(blocks_at(2, dt, 128, 256, 784, 0, st), 2);
+    ASSERT_TRUE(st[0] == 0 && st[1] >= 64 - 12 && st[1] <= 64 + 12); /* units up to 24 */
+    for (int cm = 0; cm < 2; cm++) {
+      /* 3 threads over 200 rows (columns of a column-major C) */
+      ASSERT_EQ_INT(blocks_at(3, dt, cm ? 17 : 200, cm ? 200 : 17, 300, cm, st), 3);
+      int64_t ends[3] = {st[1], st[2], 200};
+      for (int i = 0; i < 3; i++)
+        ASSERT_TRUE(ends[i] - st[i] >= 200 / 3 - 24 && ends[i] - st[i] <= 200 / 3 + 24);
+    }
+  }
+  disp__gemm_force_portable(1);
+  ASSERT_EQ_INT(blocks_at(2, DISP_DTYPE_FLOAT32, 128, 256, 784, 0, st), 2);
+  ASSERT_EQ_INT(st[1], 64); /* the portable kernel splits anywhere: its 4-row unit */
+  disp__gemm_force_portable(0);
+  ASSERT_EQ_INT(blocks_at(2, DISP_DTYPE_INT32, 128, 256, 784, 0, st), 0);
   ASSERT_OK(disp_set_num_threads(saved));
   return 0;
 }
@@ -301,6 +341,7 @@ TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts), TEST_ENTRY(alpha_beta_the_type_c
              TEST_ENTRY(bfloat16_accumulates_in_float),
              TEST_ENTRY(mm_operator_paths_agree),
              TEST_ENTRY(split_product_equals_unsplit),
+             TEST_ENTRY(split_blocks_are_balanced),
              TEST_ENTRY(mm_errors_in_pytorch_words),
              TEST_END};
 TEST_MAIN()

@@ -218,6 +218,24 @@ static disp_status products(results *r) {
   return st;
 }
 
+/* The MLP benchmark's layers (bench/mlp_forward): linear 784 -> 256 and
+ * 256 -> 10 on a batch of 128, 64 -> 128 on 32; Note [Threaded gemm] splits
+ * the first on a unit boundary, never mid-unit (the others are too small). */
+static disp_status linears(results *r) {
+  static const int64_t shapes[3][3] = {{128, 784, 256}, {128, 256, 10}, {32, 64, 128}};
+  disp_status st = DISP_OK;
+  r->n = 0;
+  for (int i = 0; i < 3 && st == DISP_OK; i++) {
+    int64_t xs[2] = {shapes[i][0], shapes[i][1]}, ws[2] = {shapes[i][2], shapes[i][1]}, bs[1] = {shapes[i][2]};
+    disp_tensor *x = filled(xs, 2, DISP_DTYPE_FLOAT32, 22 + i), *w = filled(ws, 2, DISP_DTYPE_FLOAT32, 25 + i);
+    disp_tensor *b = filled(bs, 1, DISP_DTYPE_FLOAT32, 28 + i);
+    st = x && w && b ? disp_aten_linear(x, w, b, &r->t[i]) : DISP_ERR_NO_MEMORY;
+    if (st == DISP_OK) r->n++;
+    disp_tensor_release(x), disp_tensor_release(w), disp_tensor_release(b);
+  }
+  return st;
+}
+
 TEST(kernels_equal_at_any_thread_count) {
   if (check_threads("conv2d and its backward", conv, 0)) return 1;
   if (check_threads("max_pool2d and its backward", pool, 0)) return 1;
@@ -225,6 +243,7 @@ TEST(kernels_equal_at_any_thread_count) {
   /* mse_loss's mean is a reduction: a tolerance for reassociation */
   if (check_threads("mse_loss", mse, 1e-6)) return 1;
   if (check_threads("mm / addmm / bmm", products, 0)) return 1;
+  if (check_threads("linear (the MLP benchmark's shapes)", linears, 0)) return 1;
   return 0;
 }
 

@@ -237,67 +237,157 @@ static disp_status serial_f64(int64_t m, int64_t n, int64_t k, double alpha, dis
 }
 
 /* Note [Threaded gemm]: a large product is split across the library's
- * threads (Note [One pool] in parallel.c) into blocks of rows of C as BLAS
- * sees it (its columns when C is column-major, which BLAS computes as the
- * transposed product), each one single-threaded call of the serial kernel
- * on its slices of A (B) and C. Blocks start at multiples of GEMM_UNIT
- * rows: OpenBLAS computes the rows past its micro-kernel's height (12 for
- * sgemm here, 4 to 16 elsewhere) with other kernels whose sums round
- * differently, so only aligned blocks give the unsplit product bit for
- * bit. The other dimension does not split exactly at all (sgemm's result
- * depends on its length), so a product with fewer than two units stays one
- * call, as does one below GEMM_MIN_WORK multiply-adds per block. */
-enum { GEMM_MIN_WORK = 65536, GEMM_UNIT = 48 };
+ * threads (Note [One pool] in parallel.c) into one block of rows of C per
+ * thread, rows of C as BLAS sees it (its columns when C is column-major,
+ * which BLAS computes as the transposed product), each block one
+ * single-threaded call of the serial kernel on its slices of A (B) and C.
+ * Block starts are multiples of a unit (Note [gemm unit]) so that the split
+ * product equals the unsplit one bit for bit, and are the multiples nearest
+ * to an even share, so 128 rows in units of 12 go 60/68 on 2 threads.
+ * The other dimension does not split exactly (measured on OpenBLAS 0.3.21,
+ * Zen: sgemm differs in the 16 columns around any cut, by up to 5e-3
+ * relative; OpenBLAS's own threads differ from one thread likewise), nor
+ * does k; a product stays one call when its rows hold fewer than two units
+ * or a block would get fewer than GEMM_MIN_WORK multiply-adds: about 5 us
+ * of sgemm, the pointwise grain's order. Smaller splits gained at most 1 us
+ * here (32x128x64: 10.6 -> 9.9 us) and cost 100+ us a forward when the
+ * other core was busy (a region waits for its slowest thread). */
+enum { GEMM_MIN_WORK = 262144 };
 
 typedef struct gemm_plan {
-  int cols;            /* split C's columns (C column-major), else its rows */
-  int64_t len;         /* rows (columns) of C */
-  int64_t units, grain; /* blocks of GEMM_UNIT, the least number per thread */
+  int cols;                    /* split C's columns (C column-major), else its rows */
+  int64_t len, unit, parts;    /* rows (columns) of C; block starts are multiples of unit */
 } gemm_plan;
 
-/* 0 when the product stays one call. */
-static int gemm_split_plan(int64_t m, int64_t n, int64_t k, disp__mat c, gemm_plan *p) {
+/* Note [gemm unit]: OpenBLAS computes each group of its micro-kernel's
+ * width of C's rows (as BLAS sees them) alone, but the rows left over past
+ * the last full group with narrower kernels whose sums round differently
+ * (sgemm on Zen: groups of 12, the tail in 8/4/2/1 wide pieces), so a block
+ * must start at a multiple of that width for its rows to come out as in the
+ * whole product. The width depends on the BLAS build and the CPU, so it is
+ * measured once per type on first need: the least divisor u of
+ * GEMM_PROBE_ROWS for which a GEMM_PROBE_ROWS + 5 row product computed in
+ * blocks of u rows equals it computed in one call; 0 (never split) when
+ * none does. Here sgemm gives 12 and dgemm 1. The portable kernel computes
+ * every row alone, so any split is exact; 4 keeps its blocks on its
+ * 4-row micro-kernel. */
+enum { GEMM_PROBE_ROWS = 48, GEMM_PORTABLE_UNIT = 4 };
+
+#ifdef DISP_HAVE_CBLAS
+#define DEFINE_UNIT(NAME, T, SERIAL)                                                              \
+  static int64_t NAME##_value;                                                                    \
+  /* whether blocks of u rows of the p x n product (a, b) reproduce whole */                       \
+  static int NAME##_exact(int64_t u, int64_t p, int64_t n, int64_t k, T *a, T *b, T *whole,      \
+                          T *part) {                                                              \
+    for (int64_t r = 0; r < p; r += u) {                                                          \
+      int64_t rows = p - r < u ? p - r : u;                                                       \
+      disp__mat ma = {a + r * k, k, 1}, mb = {b, n, 1}, mc = {part + r * n, n, 1};                \
+      if (SERIAL(rows, n, k, (T)1, ma, mb, (T)0, mc) != DISP_OK) return 0;                        \
+    }                                                                                             \
+    return memcmp(whole, part, sizeof(T) * (size_t)(p * n)) == 0;                                 \
+  }                                                                                               \
+  static void NAME##_probe(void) {                                                                \
+    enum { P = GEMM_PROBE_ROWS + 5, N = 29, K = 67 };                                             \
+    T *a = malloc(sizeof(T) * (P * K + K * N + 2 * P * N));                                       \
+    if (!a) return; /* the unit stays 0: products stay one call */                               \
+    T *b = a + P * K, *whole = b + K * N, *part = whole + P * N;                                  \
+    uint32_t s = 2463534242u;                                                                     \
+    for (int i = 0; i < P * K + K * N; i++) {                                                     \
+      s ^= s << 13, s ^= s >> 17, s ^= s << 5;                                                    \
+      a[i] = (T)((double)s / 2147483648.0 - 1.0);                                                 \
+    }                                                                                             \
+    disp__mat ma = {a, K, 1}, mb = {b, N, 1}, mc = {whole, N, 1};                                 \
+    if (SERIAL(P, N, K, (T)1, ma, mb, (T)0, mc) == DISP_OK)                                       \
+      for (int64_t u = 1; u <= GEMM_PROBE_ROWS && !NAME##_value; u++)                             \
+        if (GEMM_PROBE_ROWS % u == 0 && NAME##_exact(u, P, N, K, a, b, whole, part))              \
+          NAME##_value = u;                                                                       \
+    free(a);                                                                                      \
+  }                                                                                               \
+  static int64_t NAME(void) {                                                                     \
+    static pthread_once_t once = PTHREAD_ONCE_INIT;                                               \
+    if (atomic_load_explicit(&g_force_portable, memory_order_relaxed)) return GEMM_PORTABLE_UNIT; \
+    pthread_once(&once, NAME##_probe);                                                            \
+    return NAME##_value;                                                                          \
+  }
+#else
+#define DEFINE_UNIT(NAME, T, SERIAL) \
+  static int64_t NAME(void) { return GEMM_PORTABLE_UNIT; }
+#endif
+DEFINE_UNIT(unit_f32, float, serial_f32)
+DEFINE_UNIT(unit_f64, double, serial_f64)
+
+/* 0 when the product stays one call. unit() is asked only for a product
+ * big enough to split, so small programs never run the probe. */
+static int gemm_split_plan(int64_t m, int64_t n, int64_t k, disp__mat c, int64_t (*unit)(void),
+                           gemm_plan *p) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   p->cols = n > 1 && m > 1 && c.rs == 1 && c.cs >= m;
   p->len = p->cols ? n : m;
-  if (p->len < 2 * GEMM_UNIT || disp_get_num_threads() <= 1 || disp__in_parallel_region()) return 0;
-  double per_unit = (double)GEMM_UNIT * (double)(p->cols ? m : n) * (double)k; /* multiply-adds */
-  p->units = (p->len + GEMM_UNIT - 1) / GEMM_UNIT;
-  p->grain = per_unit >= GEMM_MIN_WORK ? 1 : (int64_t)(GEMM_MIN_WORK / per_unit) + 1;
-  return p->units > p->grain;
+  double work = (double)m * (double)n * (double)k; /* multiply-adds */
+  int64_t threads = disp_get_num_threads();
+  if (p->len < 2 || threads <= 1 || work < 2.0 * GEMM_MIN_WORK || disp__in_parallel_region()) return 0;
+  if ((p->unit = unit()) <= 0) return 0;
+  int64_t units = (p->len + p->unit - 1) / p->unit;
+  double most = work / GEMM_MIN_WORK;
+  p->parts = threads < units ? threads : units;
+  if ((double)p->parts > most) p->parts = (int64_t)most;
+  return p->parts > 1;
 }
 
-#define DEFINE_SPLIT(NAME, T, SERIAL)                                                              \
-  typedef struct NAME##_job {                                                                      \
-    int64_t m, n, k;                                                                               \
-    T alpha, beta;                                                                                 \
-    disp__mat a, b, c;                                                                             \
-    gemm_plan plan;                                                                                \
-    atomic_int status;                                                                             \
-  } NAME##_job;                                                                                    \
-  static void NAME##_block(int64_t lo, int64_t hi, void *arg) {                                    \
-    NAME##_job *j = arg;                                                                           \
-    disp__mat a = j->a, b = j->b, c = j->c;                                                        \
-    int64_t r0 = lo * GEMM_UNIT, r1 = hi * GEMM_UNIT < j->plan.len ? hi * GEMM_UNIT : j->plan.len; \
-    int64_t m = j->m, n = j->n;                                                                    \
-    if (j->plan.cols) {                                                                            \
-      b.data = (T *)b.data + r0 * b.cs, c.data = (T *)c.data + r0 * c.cs, n = r1 - r0;             \
-    } else {                                                                                       \
-      a.data = (T *)a.data + r0 * a.rs, c.data = (T *)c.data + r0 * c.rs, m = r1 - r0;             \
-    }                                                                                              \
-    disp_status st = SERIAL(m, n, j->k, j->alpha, a, b, j->beta, c);                               \
-    if (st != DISP_OK) atomic_store(&j->status, (int)st);                                          \
-  }                                                                                                \
-  static disp_status NAME(int64_t m, int64_t n, int64_t k, T alpha, disp__mat a, disp__mat b,      \
-                          T beta, disp__mat c) {                                                   \
-    NAME##_job j = {m, n, k, alpha, beta, a, b, c, {0, 0, 0, 0}, 0};                               \
-    if (!gemm_split_plan(m, n, k, c, &j.plan)) return SERIAL(m, n, k, alpha, a, b, beta, c);       \
-    disp__parallel_for(0, j.plan.units, j.plan.grain, NAME##_block, &j);                           \
-    /* a block's only failure is memory; the message set on this thread */                        \
-    return atomic_load(&j.status) == DISP_OK ? DISP_OK : oom();                                    \
+/* The first row (column) of block i; block parts ends at len. */
+static int64_t gemm_block_start(const gemm_plan *p, int64_t i) {
+  if (i >= p->parts) return p->len;
+  int64_t step = p->parts * p->unit; /* nearest multiple of unit to len * i / parts */
+  int64_t r = (2 * p->len * i + step) / (2 * step) * p->unit;
+  return r < p->len ? r : p->len;
+}
+
+#define DEFINE_SPLIT(NAME, T, SERIAL, UNIT)                                                       \
+  typedef struct NAME##_job {                                                                     \
+    int64_t m, n, k;                                                                              \
+    T alpha, beta;                                                                                \
+    disp__mat a, b, c;                                                                            \
+    gemm_plan plan;                                                                               \
+    atomic_int status;                                                                            \
+  } NAME##_job;                                                                                   \
+  static void NAME##_block(int64_t lo, int64_t hi, void *arg) {                                   \
+    NAME##_job *j = arg;                                                                          \
+    for (int64_t i = lo; i < hi; i++) {                                                           \
+      int64_t r0 = gemm_block_start(&j->plan, i), r1 = gemm_block_start(&j->plan, i + 1);         \
+      disp__mat a = j->a, b = j->b, c = j->c;                                                     \
+      int64_t m = j->m, n = j->n;                                                                 \
+      if (r0 >= r1) continue;                                                                     \
+      if (j->plan.cols) {                                                                         \
+        b.data = (T *)b.data + r0 * b.cs, c.data = (T *)c.data + r0 * c.cs, n = r1 - r0;          \
+      } else {                                                                                    \
+        a.data = (T *)a.data + r0 * a.rs, c.data = (T *)c.data + r0 * c.rs, m = r1 - r0;          \
+      }                                                                                           \
+      disp_status st = SERIAL(m, n, j->k, j->alpha, a, b, j->beta, c);                            \
+      if (st != DISP_OK) atomic_store(&j->status, (int)st);                                       \
+    }                                                                                             \
+  }                                                                                               \
+  static disp_status NAME(int64_t m, int64_t n, int64_t k, T alpha, disp__mat a, disp__mat b,     \
+                          T beta, disp__mat c) {                                                  \
+    NAME##_job j = {m, n, k, alpha, beta, a, b, c, {0, 0, 0, 0}, 0};                              \
+    if (!gemm_split_plan(m, n, k, c, UNIT, &j.plan)) return SERIAL(m, n, k, alpha, a, b, beta, c); \
+    disp__parallel_for(0, j.plan.parts, 1, NAME##_block, &j);                                     \
+    /* a block's only failure is memory; the message set on this thread */                       \
+    return atomic_load(&j.status) == DISP_OK ? DISP_OK : oom();                                   \
   }
-DEFINE_SPLIT(split_f32, float, serial_f32)
-DEFINE_SPLIT(split_f64, double, serial_f64)
+DEFINE_SPLIT(split_f32, float, serial_f32, unit_f32)
+DEFINE_SPLIT(split_f64, double, serial_f64, unit_f64)
+
+int disp__gemm_blocks(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp__mat c, int64_t *starts,
+                      int max) {
+  gemm_plan p;
+  if (dt != DISP_DTYPE_FLOAT32 && dt != DISP_DTYPE_FLOAT64) return 0;
+  if (!gemm_split_plan(m, n, k, c, dt == DISP_DTYPE_FLOAT32 ? unit_f32 : unit_f64, &p)) {
+    if (max > 0) starts[0] = 0;
+    return 1;
+  }
+  for (int64_t i = 0; i < p.parts && i < max; i++) starts[i] = gemm_block_start(&p, i);
+  return (int)p.parts;
+}
 
 disp_status disp__gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a, disp__mat b,
                            float beta, disp__mat c) {

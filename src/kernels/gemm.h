@@ -41,6 +41,17 @@ int disp__gemm_force_portable(int on);
 /* disp__gemm_have_blas - 1 when this build calls CBLAS for float32/float64. */
 int disp__gemm_have_blas(void);
 
+/*
+ * disp__gemm_blocks - how disp__gemm_f32 (dt FLOAT32) or _f64 (FLOAT64)
+ * would split this product at the current thread setting (Note [Threaded
+ * gemm] in gemm.c), for tests and benchmarks: stores the first row of each
+ * block (of each column block when C is column-major) in starts, at most
+ * max of them, and returns the number of blocks (1: one call; 0: dt is
+ * neither). May run the one-time unit probe. Thread-safe.
+ */
+int disp__gemm_blocks(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp__mat c, int64_t *starts,
+                      int max);
+
 /* Typed entries. No allocation failure is possible in f32/f64 except when
  * a layout must be packed; they return DISP_ERR_NO_MEMORY then. */
 disp_status disp__gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, disp__mat a, disp__mat b,
