@@ -276,6 +276,51 @@ TEST(amax_splits_ties_max_dim_picks_one) {
   return 0;
 }
 
+/* y = x.as_strided(sizes, strides, offset); its gradient for grad_output
+ * go, written to *g (NULL and the status on error). */
+static disp_status strided_grad(disp_tensor *x, disp_tensor *base, const int64_t *sz, const int64_t *st, size_t n,
+                                disp_opt_int off, disp_tensor *go, disp_tensor **g) {
+  disp_tensor *y = NULL;
+  *g = NULL;
+  disp_status s = disp_aten_as_strided(base, (disp_int_list){sz, n}, (disp_int_list){st, n}, off, &y);
+  if (s == DISP_OK && strcmp(fn_name(y), "AsStridedBackward0")) s = DISP_ERR_KERNEL;
+  if (s == DISP_OK) s = disp_autograd_grad(&y, 1, &x, 1, &go, 0, 0, 0, g);
+  disp_tensor_release(y);
+  return s;
+}
+
+/* as_strided: grad goes back through the output's geometry (offset,
+ * expanded dims summed) and the input's (here a transposed view). */
+TEST(as_strided_backward_follows_both_geometries) {
+  disp_tensor *x = VEC(1, 1, 2, 3, 4, 5, 6), *go = NULL, *g = NULL, *m = NULL, *mt = NULL;
+  disp_tensor *flat = VEC(0, 1, 2, 3, 4);
+  ASSERT_OK(disp_aten_view(flat, (disp_int_list){(const int64_t[]){2, 2}, 2}, &go));
+  ASSERT_OK(strided_grad(x, x, (const int64_t[]){2, 2}, (const int64_t[]){1, 2}, 2, (disp_opt_int){1, true}, go, &g));
+  ASSERT_TRUE(HOLDS(g, 0, 1, 3, 2, 4, 0));
+  disp_tensor_release(g), disp_tensor_release(go), disp_tensor_release(flat);
+  disp_tensor *ones = VEC(0, 1, 1, 1, 1, 1, 1);
+  ASSERT_OK(disp_aten_view(ones, (disp_int_list){(const int64_t[]){3, 2}, 2}, &go));
+  ASSERT_OK(strided_grad(x, x, (const int64_t[]){3, 2}, (const int64_t[]){0, 1}, 2, (disp_opt_int){0, false}, go, &g));
+  ASSERT_TRUE(HOLDS(g, 3, 3, 0, 0, 0, 0)); /* the stride-0 dim is summed */
+  disp_tensor_release(g), disp_tensor_release(go);
+  disp_tensor *w = VEC(0, 1, 2, 3, 4, 5, 6);
+  ASSERT_OK(disp_aten_view(x, (disp_int_list){(const int64_t[]){2, 3}, 2}, &m));
+  ASSERT_OK(disp_aten_t(m, &mt));
+  ASSERT_OK(strided_grad(x, mt, (const int64_t[]){6}, (const int64_t[]){1}, 1, (disp_opt_int){0, true}, w, &g));
+  ASSERT_TRUE(HOLDS(g, 1, 2, 3, 4, 5, 6)); /* storage order read back through the transpose */
+  disp_tensor_release(g);
+  /* Overlapping output elements would need index_add: refused, not wrong. */
+  ASSERT_OK(disp_aten_narrow(ones, 0, 0, 4, &go));
+  disp_tensor *go4 = NULL;
+  ASSERT_OK(disp_aten_view(go, (disp_int_list){(const int64_t[]){2, 2}, 2}, &go4));
+  ASSERT_STATUS(strided_grad(x, x, (const int64_t[]){2, 2}, (const int64_t[]){1, 1}, 2, (disp_opt_int){0, true}, go4, &g),
+                DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "may overlap");
+  disp_tensor_release(go4), disp_tensor_release(go), disp_tensor_release(ones), disp_tensor_release(w);
+  disp_tensor_release(mt), disp_tensor_release(m), disp_tensor_release(x);
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(pointwise_node_names),
     TEST_ENTRY(shape_and_reduction_node_names),
@@ -287,6 +332,7 @@ TEST_LIST = {
     TEST_ENTRY(relu_second_derivative_goes_through_threshold_backward),
     TEST_ENTRY(slice_and_select_backward_are_differentiable),
     TEST_ENTRY(amax_splits_ties_max_dim_picks_one),
+    TEST_ENTRY(as_strided_backward_follows_both_geometries),
     TEST_END,
 };
 

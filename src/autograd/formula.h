@@ -112,5 +112,6 @@ extern const ag_formula_set disp__ag_formulas_shape;
 extern const ag_formula_set disp__ag_formulas_select;
 extern const ag_formula_set disp__ag_formulas_copy;
 extern const ag_formula_set disp__ag_formulas_index;
+extern const ag_formula_set disp__ag_formulas_strided;
 
 #endif /* DISP_AUTOGRAD_FORMULA_H */
