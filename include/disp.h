@@ -14,6 +14,7 @@
  *   disp/guard.h       thread-local dispatch state (include/exclude, modes)
  *   disp/autocast.h    autocast (mixed precision): state, regions, cast helpers
  *   disp/autograd.h    gradients: requires_grad, grad_fn, hooks, backward, grad
+ *   disp/function.h    custom autograd functions (forward/backward callbacks, ctx)
  *   disp/aten.h        typed entry points of the built-in operators (generated)
  *   disp/promotion.h   PyTorch's type promotion (result_type)
  *   disp/random.h      the process-wide random generator and its seed
@@ -45,10 +46,12 @@
 #include "disp/guard.h"
 #include "disp/autocast.h"
 #include "disp/autograd.h"
+#include "disp/function.h"
 #include "disp/aten.h"
 #include "disp/promotion.h"
 #include "disp/random.h"
 #include "disp/tensor_util.h"
 #include "disp/cpu.h"
+#include "disp/optim.h"
 
 #endif /* DISP_H */

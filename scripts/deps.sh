@@ -4,7 +4,10 @@
 set -e
 need=""
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libsleef-dev; do
+# zlib1g-dev and dataset-fashion-mnist (Fashion-MNIST under
+# /usr/share/datasets/fashion-mnist) are for the training examples and their tests.
+for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libsleef-dev zlib1g-dev \
+         dataset-fashion-mnist; do
   have_pkg "$p" || need="$need $p"
 done
 # clang (libFuzzer) and valgrind are for CI's fuzzing and the benchmarks.

@@ -42,6 +42,8 @@ typedef struct null_fixtures {
   disp_tensor *leaf;          /* float32 [2, 3], requires grad */
   disp_tensor *computed;      /* leaf * leaf */
   const disp_node *node;      /* its grad_fn, MulBackward0 */
+  disp_tensor *fn_out;        /* null_function applied to leaf */
+  disp_function_ctx *fn_ctx;  /* its ctx, alive with fn_out's graph */
   disp_kernel kernel;
   disp_dispatch dispatch;
   disp_int_list int_list;
@@ -53,6 +55,9 @@ typedef struct null_fixtures {
   disp_opt_bool opt_bool;
   disp_opt_int_list opt_int_list;
   disp_opt_device opt_device;
+  disp_sgd_options sgd_options;   /* lr 0.1 */
+  disp_adam_options adam_options; /* the defaults */
+  disp_optimizer *optimizer;      /* SGD over tensor */
 } null_fixtures;
 
 /* Where out-parameters point. Globals: what a call leaves here is reachable,
@@ -78,9 +83,11 @@ typedef struct null_outs {
   int64_t i64;
   uint64_t u64;
   uint32_t u32;
+  disp_tensor *const *tensor_array;
   int i;
   disp_library_node node;
   disp_tensor_vec vec; /* empty: freeing it is a no-op */
+  disp_optimizer *optimizer;
 } null_outs;
 
 extern null_fixtures fx;
@@ -97,6 +104,7 @@ void null_keep_value(const void *v, size_t size);
 void null_warning_handler(const char *message, void *user_data);
 void null_release_data(void *data, void *ctx);
 void null_release_handle(void *handle);
+extern const disp_function_def null_function;
 disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx);
 disp_tensor *null_new_tensor_ref(void);
 disp_value *null_new_value(void);

@@ -32,17 +32,20 @@ static disp_tensor *leaf(const float *v, int64_t n) {
   return t;
 }
 
-static int close_to(const disp_tensor *t, const float *want, int64_t n) {
-  if (!t || disp_tensor_numel(t) != n || disp_tensor_dtype(t) != DISP_DTYPE_FLOAT32) return 0;
+/* Compares t (a reference it takes) with want. */
+static int close_to(disp_tensor *t, const float *want, int64_t n) {
   disp_tensor *c = NULL;
-  if (disp_aten_contiguous(disp_tensor_retain((disp_tensor *)t), DISP_MEMORY_FORMAT_CONTIGUOUS, &c) != DISP_OK)
+  int ok = t && disp_tensor_numel(t) == n && disp_tensor_dtype(t) == DISP_DTYPE_FLOAT32 &&
+           disp_aten_contiguous(t, DISP_MEMORY_FORMAT_CONTIGUOUS, &c) == DISP_OK;
+  if (!ok) {
+    disp_tensor_release(t);
     return 0;
+  }
   const float *d = disp_tensor_data_ptr(c);
-  int ok = 1;
   for (int64_t i = 0; i < n; i++)
     if (fabsf(d[i] - want[i]) > 1e-5f * (1 + fabsf(want[i]))) ok = 0;
   disp_tensor_release(c);
-  disp_tensor_release((disp_tensor *)t);
+  disp_tensor_release(t);
   return ok;
 }
 #define GRAD_IS(t, ...) close_to(disp_tensor_retain(disp_tensor_grad(t)), (const float[]){__VA_ARGS__}, \
@@ -273,6 +276,164 @@ TEST(log_softmax_nll_loss_gradient) {
   return 0;
 }
 
+
+/* ---- the fallback's modes, out= and anomaly mode -------------------------- */
+
+static disp_status twice_cpu(disp_tensor *self, disp_tensor **out) {
+  return disp_aten_mul_Scalar(self, disp_scalar_int(2), out);
+}
+
+static disp_library *g_def, *g_cpu;
+
+static const disp_op *user_op(void) {
+  const disp_op *op = NULL;
+  disp_library *def = NULL, *cpu = NULL;
+  if (disp_library_new(DISP_LIBRARY_DEF, "agtest", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def) != DISP_OK ||
+      disp_library_def(def, "twice(Tensor self) -> Tensor", NULL) != DISP_OK ||
+      disp_library_new(DISP_LIBRARY_IMPL, "agtest", DISP_KEY_CPU, __FILE__, __LINE__, &cpu) != DISP_OK ||
+      disp_library_impl(cpu, "twice", disp_kernel_unboxed(DISP_FN(twice_cpu), 0), NULL) != DISP_OK ||
+      disp_op_find("agtest::twice", &op) != DISP_OK)
+    return NULL;
+  g_def = def, g_cpu = cpu;
+  return op;
+}
+
+static int g_warnings;
+static char g_warning[1024];
+static void count_warning(const char *message, void *ud) {
+  (void)ud;
+  g_warnings++;
+  snprintf(g_warning, sizeof g_warning, "%s", message);
+}
+
+TEST(fallback_warns_or_fails_when_backward_reaches_an_op_without_formula) {
+  const disp_op *op = user_op();
+  ASSERT_TRUE(op != NULL);
+  ASSERT_EQ_INT(disp_autograd_fallback_mode_get(), DISP_AUTOGRAD_FALLBACK_WARN); /* the default */
+  disp_tensor *x = leaf((const float[]){1, 2}, 2), *y = NULL, *s = NULL;
+  ASSERT_OK(disp_call(op, x, &y));
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(y)), "WarnNotImplemented");
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  disp_warning_handler old = disp_set_warning_handler(count_warning, NULL);
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 0));
+  disp_set_warning_handler(old, NULL);
+  ASSERT_EQ_INT(g_warnings, 1);
+  ASSERT_STARTS_WITH(g_warning, "agtest::twice: an autograd kernel was not registered to the Autograd key(s)");
+  ASSERT_TRUE(disp_tensor_grad(x) == NULL); /* nothing flowed through */
+  disp_tensor_release(s), disp_tensor_release(y);
+
+  ASSERT_OK(disp_autograd_set_fallback_mode(DISP_AUTOGRAD_FALLBACK_ERROR));
+  ASSERT_OK(disp_call(op, x, &y));
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  ASSERT_STATUS(disp_autograd_backward(&s, 1, NULL, 0, 0), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "the derivative for 'agtest::twice' is not implemented.");
+  disp_tensor_release(s), disp_tensor_release(y);
+
+  ASSERT_OK(disp_autograd_set_fallback_mode(DISP_AUTOGRAD_FALLBACK_NOTHING));
+  ASSERT_OK(disp_call(op, x, &y));
+  ASSERT_FALSE(disp_tensor_requires_grad(y));
+  disp_tensor_release(y);
+  ASSERT_STATUS(disp_autograd_set_fallback_mode((disp_autograd_fallback_mode)7), DISP_ERR_INVALID_ARG);
+  ASSERT_OK(disp_autograd_set_fallback_mode(DISP_AUTOGRAD_FALLBACK_WARN));
+  disp_tensor_release(x);
+  disp_library_free(g_cpu), disp_library_free(g_def);
+  return 0;
+}
+
+TEST(out_variants_refuse_inputs_that_require_grad) {
+  disp_tensor *x = leaf((const float[]){1, 2}, 2), *o = vec((const float[]){0, 0}, 2), *r = NULL;
+  ASSERT_STATUS(disp_aten_add_out(x, x, disp_scalar_int(1), o, &r), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "add(): functions with out=... arguments don't support automatic "
+                                     "differentiation, but one of the arguments requires grad.");
+  ASSERT_EQ_INT(disp_tensor_refcount(x), 1);
+  disp_tensor_release(o), disp_tensor_release(x);
+  return 0;
+}
+
+TEST(anomaly_mode_names_the_node_that_made_nan) {
+  disp_tensor *x = leaf((const float[]){0, 1}, 2), *y = NULL, *s = NULL;
+  ASSERT_OK(disp_aten_log(x, &y)); /* d log(x)/dx at 0 is inf; times 0 grad gives nan below */
+  disp_tensor *z = NULL;
+  ASSERT_OK(disp_aten_mul_Scalar(y, disp_scalar_int(0), &z));
+  ASSERT_OK(disp_aten_sum(z, -1, &s));
+  disp_autograd_set_detect_anomaly(1);
+  ASSERT_STATUS(disp_autograd_backward(&s, 1, NULL, 0, 0), DISP_ERR_KERNEL);
+  disp_autograd_set_detect_anomaly(0);
+  ASSERT_CONTAINS(disp_last_error(), "Function 'LogBackward0' returned nan values in its 0th output.");
+  ASSERT_CONTAINS(disp_last_error(), "aten::log");
+  disp_tensor_release(s), disp_tensor_release(z), disp_tensor_release(y), disp_tensor_release(x);
+  return 0;
+}
+
+TEST(inference_mode_tensors_carry_no_graph) {
+  disp_tensor *x = leaf((const float[]){1, 2}, 2), *y = NULL;
+  disp_tls_state g = disp_tls_inference_mode_push(1);
+  ASSERT_OK(disp_aten_mul_Tensor(x, x, &y));
+  disp_tls_restore(g);
+  ASSERT_TRUE(disp_tensor_is_inference(y));
+  ASSERT_FALSE(disp_tensor_requires_grad(y));
+  ASSERT_FALSE(disp_keyset_has(disp_tensor_keyset(y), DISP_KEY_AUTOGRAD_CPU));
+  ASSERT_STATUS(disp_tensor_set_requires_grad(y, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+  disp_tensor_release(y), disp_tensor_release(x);
+  return 0;
+}
+
+/* ---- in-place updates through views ----------------------------------------- */
+
+static disp_tensor *first_two(disp_tensor *t) {
+  disp_tensor *v = NULL;
+  disp_opt_int start = {0, true}, end = {2, true};
+  return disp_aten_slice_Tensor(t, 0, start, end, 1, &v) == DISP_OK ? v : NULL;
+}
+
+TEST(in_place_on_a_view_rebases_the_base) {
+  disp_tensor *a = leaf((const float[]){1, 2, 3, 4}, 4), *b = NULL, *s = NULL, *same = NULL;
+  disp_tensor *two = vec((const float[]){2, 2}, 2);
+  ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(1), &b));
+  disp_tensor *v = first_two(b);
+  ASSERT_TRUE(v != NULL);
+  ASSERT_OK(disp_aten_mul__Tensor(v, two, &same));
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(b)), "CopySlices");
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(v)), "AsStridedBackward0");
+  ASSERT_OK(disp_aten_sum(b, -1, &s));
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 0));
+  ASSERT_TRUE(GRAD_IS(a, 2, 2, 1, 1));
+  disp_tensor_release(s), disp_tensor_release(same), disp_tensor_release(v);
+  /* the view's own graph reads the new values too: d sum(v)/da = 2 on the slice */
+  ASSERT_OK(disp_tensor_set_grad(a, NULL));
+  disp_tensor *v2 = first_two(b), *same2 = NULL, *s2 = NULL;
+  ASSERT_OK(disp_aten_mul__Tensor(v2, two, &same2));
+  ASSERT_OK(disp_aten_sum(v2, -1, &s2));
+  ASSERT_OK(disp_autograd_backward(&s2, 1, NULL, 0, 0));
+  ASSERT_TRUE(GRAD_IS(a, 4, 4, 0, 0));
+  disp_tensor_release(s2), disp_tensor_release(same2), disp_tensor_release(v2);
+  disp_tensor_release(two), disp_tensor_release(b), disp_tensor_release(a);
+  return 0;
+}
+
+TEST(in_place_view_errors) {
+  disp_tensor *a = leaf((const float[]){1, 2, 3, 4}, 4), *b = NULL, *same = NULL;
+  disp_tensor *two = vec((const float[]){2, 2}, 2);
+  disp_tensor *va = first_two(a);
+  ASSERT_STATUS(disp_aten_mul__Tensor(va, two, &same), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(1), &b));
+  disp_tls_state g = disp_grad_mode_push(0);
+  disp_tensor *vb = first_two(b);
+  disp_tls_restore(g);
+  ASSERT_TRUE(vb != NULL);
+  ASSERT_STATUS(disp_aten_mul__Tensor(vb, two, &same), DISP_ERR_INVALID_ARG);
+  ASSERT_STARTS_WITH(disp_last_error(), "A view was created in no_grad mode and is being modified inplace with grad "
+                                        "mode enabled.");
+  g = disp_grad_mode_push(0); /* both in no-grad mode: allowed, not tracked */
+  ASSERT_OK(disp_aten_mul__Tensor(vb, two, &same));
+  disp_tls_restore(g);
+  disp_tensor_release(same), disp_tensor_release(vb), disp_tensor_release(va);
+  disp_tensor_release(two), disp_tensor_release(b), disp_tensor_release(a);
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(mul_sum_backward_gives_two_x),
     TEST_ENTRY(gradients_accumulate_across_passes),
@@ -288,6 +449,12 @@ TEST_LIST = {
     TEST_ENTRY(create_graph_gives_second_derivatives),
     TEST_ENTRY(hooks_and_retain_grad),
     TEST_ENTRY(log_softmax_nll_loss_gradient),
+    TEST_ENTRY(fallback_warns_or_fails_when_backward_reaches_an_op_without_formula),
+    TEST_ENTRY(out_variants_refuse_inputs_that_require_grad),
+    TEST_ENTRY(anomaly_mode_names_the_node_that_made_nan),
+    TEST_ENTRY(inference_mode_tensors_carry_no_graph),
+    TEST_ENTRY(in_place_on_a_view_rebases_the_base),
+    TEST_ENTRY(in_place_view_errors),
     TEST_END,
 };
 

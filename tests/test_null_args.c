@@ -74,8 +74,11 @@ static const null_param documented_nullable[] = {
     {"disp_tensor_register_hook", "destroy", "autograd.h: destroy may be NULL"},
     {"disp_tensor_register_hook", "id", "autograd.h: the handle is optional"},
     {"disp_node_next", "input_nr", "autograd.h: input_nr may be NULL"},
+    {"disp_ctx_set_data", "data", "function.h: the caller's value, kept as is"},
+    {"disp_ctx_set_data", "destroy", "function.h: destroy may be NULL"},
     {"disp_autograd_backward", "grad_tensors", "autograd.h: NULL means 1 for each one-element output"},
     {"disp_autograd_grad", "grad_outputs", "autograd.h: NULL means 1 for each one-element output"},
+    {"disp_optim_state", "step", "optim.h: step may be NULL"},
 };
 
 /* ---- fixtures ------------------------------------------------------------- */
@@ -122,6 +125,23 @@ static disp_status fixture_kernel(const disp_op *op, disp_keyset ks, disp_stack 
   return DISP_OK;
 }
 
+/* A custom function whose forward hands its ctx to the fixtures. */
+static disp_status null_fn_forward(disp_function_ctx *ctx, disp_tensor *const *in, size_t n, disp_tensor **out,
+                                   size_t nout) {
+  (void)n, (void)nout;
+  fx.fn_ctx = ctx;
+  out[0] = disp_tensor_retain(in[0]);
+  return DISP_OK;
+}
+
+static disp_status null_fn_backward(disp_function_ctx *ctx, disp_tensor *const *g, size_t nout, disp_tensor **gin,
+                                    size_t n) {
+  (void)ctx, (void)g, (void)nout, (void)gin, (void)n;
+  return DISP_OK;
+}
+
+const disp_function_def null_function = {"NullFunctionBackward", null_fn_forward, null_fn_backward};
+
 static int fail_setup(const char *what) {
   fprintf(stderr, "setup: %s failed: %s\n", what, disp_last_error());
   return 1;
@@ -141,6 +161,8 @@ static int make_objects(void) {
   if (disp_tensor_set_requires_grad(fx.leaf, 1) != DISP_OK ||
       disp_aten_mul_Tensor(fx.leaf, fx.leaf, &fx.computed) != DISP_OK || !(fx.node = disp_tensor_grad_fn(fx.computed)))
     return fail_setup("the autograd graph");
+  if (disp_function_apply(&null_function, &fx.leaf, 1, &fx.fn_out, 1) != DISP_OK || !fx.fn_ctx)
+    return fail_setup("the custom function");
   if (!(fx.stack = disp_stack_new()) || disp_stack_push_int(fx.stack, 1) != DISP_OK)
     return fail_setup("the stack");
   if (disp_library_new(DISP_LIBRARY_DEF, "nulltest", DISP_KEY_UNDEFINED, "null.c", 1, &fx.lib) != DISP_OK ||
@@ -152,6 +174,9 @@ static int make_objects(void) {
   const disp_allocator *cpu = disp_allocator_get(DISP_BACKEND_CPU);
   if (!cpu || !fx.type) return fail_setup("the allocator and type");
   fx.allocator = *cpu;
+  fx.sgd_options = disp_sgd_options_default(), fx.sgd_options.lr = 0.1;
+  fx.adam_options = disp_adam_options_default();
+  if (disp_optim_sgd_new(fx.tensors, 1, &fx.sgd_options, &fx.optimizer) != DISP_OK) return fail_setup("the optimizer");
   fx.devnull = fopen("/dev/null", "w");
   return fx.devnull ? 0 : fail_setup("opening /dev/null");
 }
@@ -159,9 +184,11 @@ static int make_objects(void) {
 /* The parent's fixtures go at the end, so a leak check of the whole run
  * sees only what the library itself kept. */
 static void free_objects(void) {
+  disp_optim_free(fx.optimizer);
   disp_stack_free(fx.stack);
   disp_tensor_release(fx.tensor);
   disp_tensor_release(fx.computed);
+  disp_tensor_release(fx.fn_out);
   disp_tensor_release(fx.leaf);
   disp_storage_release(fx.storage);
   disp_schema_free(fx.schema_owned);

@@ -571,8 +571,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < sig->nargs; i++) {
       char nm[64];
       arg_name(nm, sizeof nm, s->args[i].name);
+      /* A view op is seen also in no-grad mode: its output must remember
+       * that it was made there (1.13's CreationMeta::NO_GRAD_MODE). */
+      int view = s->num_rets > 0 && s->rets[0].alias && !s->rets[0].alias->is_write;
       if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR)
-        fprintf(c, "%sdisp__ag_requires_grad(%s)", any++ ? " || " : "", nm);
+        fprintf(c, "%s%s(%s)", any++ ? " || " : "", view ? "disp_tensor_requires_grad" : "disp__ag_requires_grad", nm);
       else if (sig->args[i] == DISP_CT_TENSOR_LIST)
         fprintf(c, "%sdisp__ag_list_requires_grad(%s)", any++ ? " || " : "", nm);
     }

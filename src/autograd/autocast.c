@@ -302,12 +302,8 @@ static void cache_add(const cache_key *k, disp_tensor *src, disp_tensor *cast) {
   }
 }
 
-/* libdispatch records no autograd history yet, so every tensor is a leaf;
- * the autograd layer answers this once it gives tensors a grad_fn. */
-static int is_leaf(const disp_tensor *t) {
-  (void)t;
-  return 1;
-}
+/* 1.13 caches only casts of leaves (weights), never of computed tensors. */
+static int is_leaf(const disp_tensor *t) { return disp_tensor_is_leaf(t); }
 
 disp_status disp_autocast_cached_cast(disp_dtype to, disp_tensor *t, disp_backend device_type, disp_tensor **out) {
   DISP_REFUSE_NULL(out);

@@ -108,6 +108,8 @@ typedef struct ag_meta {
   disp_node *accumulator;  /* weak: a leaf's AccumulateGrad, see the Note */
   ag_weak *weak;           /* created on demand */
   ag_hook *leaf_hooks;     /* a leaf's hooks, run by its AccumulateGrad */
+  disp_tensor *view_base;  /* owned: the root a view was made from (views.c) */
+  unsigned char view_no_grad; /* the view was made in no-grad mode */
   unsigned char retains_grad;
 } ag_meta;
 
@@ -130,6 +132,28 @@ int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr);
  * reference. Nonzero on OOM.
  */
 int disp__gradient_edge(disp_tensor *t, ag_edge *out);
+
+/*
+ * disp__is_leaf_edge_of - whether t is a leaf whose AccumulateGrad is an
+ * edge of n: a kernel that hands back its input itself (a no-op kernel
+ * returning `self`) must not make that leaf n's output - the leaf would
+ * hold n, n its accumulator, the accumulator the leaf: a cycle.
+ */
+int disp__is_leaf_edge_of(const disp_node *n, const disp_tensor *t);
+
+/* ---- differentiable views (views.c) ---------------------------------------- */
+
+/* Records that `view` (a view operator's output) views input's base;
+ * no_grad: made in no-grad mode. Nonzero on OOM. */
+int disp__view_mark(disp_tensor *view, disp_tensor *input, int no_grad);
+int disp__view_is_tracked(const disp_tensor *t);
+/* Whether t is a view whose base requires grad. */
+int disp__view_base_requires_grad(const disp_tensor *t);
+/* 1.13's check_inplace rules for views: no-grad views, views of leaves. */
+disp_status disp__view_check_inplace(disp_tensor *t);
+/* An in-place op's node fn wrote `view` (its output out_nr): the base's
+ * grad_fn becomes CopySlices, the view's AsStridedBackward0. */
+disp_status disp__view_rebase(disp_tensor *view, disp_node *fn, uint32_t out_nr);
 
 /* ---- saved tensors ------------------------------------------------------ */
 

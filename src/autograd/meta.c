@@ -31,6 +31,7 @@ static void meta_destroy(void *p) {
     disp__weak_release(m->weak);
   }
   hooks_free(m->leaf_hooks);
+  disp_tensor_release(m->view_base);
   free(m);
 }
 
@@ -83,6 +84,14 @@ int disp__gradient_edge(disp_tensor *t, ag_edge *out) {
     return 0;
   }
   out->fn = disp__node_retain(m->accumulator);
+  return 0;
+}
+
+int disp__is_leaf_edge_of(const disp_node *n, const disp_tensor *t) {
+  ag_meta *m = disp__meta_get(t);
+  if (!m || !m->accumulator) return 0;
+  for (uint32_t i = 0; i < n->num_next; i++)
+    if (n->next[i].fn == m->accumulator) return 1;
   return 0;
 }
 

@@ -82,6 +82,7 @@ int disp__ag_info_init(ag_op_info *info, const disp_op *op, const ag_formula *f)
   }
   for (int i = 0; i < info->nargs && i < 32; i++)
     if (disp_schema_argument_is_write(s, (size_t)i)) info->written |= 1u << i;
+  info->is_view = info->nrets > 0 && disp_schema_return_alias_set(s, 0) && !disp_schema_return_is_write(s, 0);
   return 0;
 }
 
@@ -103,6 +104,12 @@ static int wants_graph(disp_stack *st, const ag_op_info *info) {
   if (!disp_grad_mode_enabled()) return 0;
   for (int j = 0; j < info->ndiff; j++)
     if (value_requires_grad(arg_at(st, info, info->diff[j]))) return 1;
+  /* writing a view whose base is in a graph rebases that graph */
+  for (int i = 0; i < info->nargs && i < 32; i++) {
+    const disp_value *v = arg_at(st, info, i);
+    if ((info->written & (1u << i)) && v->tag == DISP_VALUE_TENSOR && disp__view_base_requires_grad(v->u.tensor))
+      return 1;
+  }
   return 0;
 }
 
@@ -113,6 +120,8 @@ static disp_status check_inplace(disp_stack *st, const ag_op_info *info) {
     const disp_value *v = arg_at(st, info, i);
     if (v->tag != DISP_VALUE_TENSOR) continue;
     disp_tensor *t = v->u.tensor;
+    disp_status vs = disp__view_check_inplace(t);
+    if (vs != DISP_OK) return vs;
     if (disp_tensor_requires_grad(t) && disp_tensor_is_leaf(t))
       return disp__fail(DISP_ERR_INVALID_ARG, "a leaf Variable that requires grad is being used in an in-place "
                                               "operation.");
@@ -191,11 +200,23 @@ static int differentiable_output(const disp_value *v) {
 }
 
 /* After the op: outputs get their history, saved outputs are kept. */
-static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
+static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info,
+                                  disp_tensor *view_in) {
   size_t base = disp_stack_size(st) - (size_t)info->nrets;
   for (int i = 0; i < info->nrets; i++) {
     const disp_value *v = disp_stack_at(st, base + (size_t)i);
-    if (!(info->nondiff & (1u << i)) && differentiable_output(v) && disp__set_history(v->u.tensor, n, (uint32_t)i)) return DISP_ERR_NO_MEMORY;
+    if ((info->nondiff & (1u << i)) || !differentiable_output(v) || disp__is_leaf_edge_of(n, v->u.tensor)) continue;
+    if (info->written && disp__view_is_tracked(v->u.tensor)) {
+      disp_status s = disp__view_rebase(v->u.tensor, n, (uint32_t)i);
+      if (s != DISP_OK) return s;
+    } else if (disp__set_history(v->u.tensor, n, (uint32_t)i)) {
+      return DISP_ERR_NO_MEMORY;
+    }
+  }
+  if (view_in) {
+    const disp_value *v = disp_stack_at(st, base);
+    if (v->tag == DISP_VALUE_TENSOR && disp__view_mark(v->u.tensor, view_in, 0))
+      return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
   }
   for (int k = 0; k < info->nsaved; k++) {
     int pos = info->saved[k];
@@ -215,6 +236,24 @@ static disp_status run_below(const ag_op_info *info, disp_keyset ks, disp_stack 
   return s;
 }
 
+/* The tensor a view operator views: its first argument. */
+static disp_tensor *view_input(disp_stack *st, const ag_op_info *info) {
+  const disp_value *v = arg_at(st, info, 0);
+  return v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL;
+}
+
+/* A view made in no-grad mode of a tensor that requires grad remembers
+ * it, so an in-place update of it in grad mode is refused (1.13). */
+static disp_status no_grad_view(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
+  disp_tensor *in = disp_tensor_retain(view_input(st, info));
+  disp_status s = run_below(info, ks, st);
+  const disp_value *v = s == DISP_OK ? disp_stack_at(st, disp_stack_size(st) - (size_t)info->nrets) : NULL;
+  if (v && v->tag == DISP_VALUE_TENSOR && disp__view_mark(v->u.tensor, in, 1))
+    s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
+  disp_tensor_release(in);
+  return s;
+}
+
 static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
   disp_status s = check_inplace(st, info);
   if (s != DISP_OK) return s;
@@ -224,17 +263,23 @@ static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st
   if (collect_edges(n, st, info) || copy_args(fs, st, info))
     s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
   if (s == DISP_OK) s = save_inputs(fs, st, info);
+  disp_tensor *view_in = info->is_view ? disp_tensor_retain(view_input(st, info)) : NULL;
   if (s == DISP_OK) s = run_below(info, ks, st);
-  if (s == DISP_OK) s = finish_outputs(n, fs, st, info);
+  if (s == DISP_OK) s = finish_outputs(n, fs, st, info, view_in);
+  disp_tensor_release(view_in);
   disp__node_release(n); /* the outputs hold it now */
   return s;
 }
 
 disp_status disp__ag_record_kernel(const disp_op *op, disp_keyset ks, disp_stack *st, void *user_data) {
   const ag_op_info *info = user_data;
-  (void)op;
+  if (!info->f) return disp__ag_fallback(op, ks, st, NULL);
   size_t base = disp_stack_size(st) - (size_t)info->nargs;
-  disp_status s = wants_graph(st, info) ? record(info, ks, st) : run_below(info, ks, st);
+  disp_status s;
+  if (wants_graph(st, info)) s = record(info, ks, st);
+  else if (info->is_view && !disp_grad_mode_enabled() && disp_tensor_requires_grad(view_input(st, info)))
+    s = no_grad_view(info, ks, st);
+  else s = run_below(info, ks, st);
   if (s != DISP_OK && disp_stack_size(st) > base) disp_stack_drop(st, disp_stack_size(st) - base);
   return s;
 }

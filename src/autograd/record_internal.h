@@ -11,7 +11,7 @@
 
 /* A formula's names resolved against its operator's schema, once. */
 typedef struct ag_op_info {
-  const ag_formula *f;
+  const ag_formula *f;   /* NULL: a differentiable operator without one (the fallback's modes) */
   const disp_op *op;
   const char *name;      /* the operator's qualified name */
   int nargs, nrets;
@@ -22,6 +22,7 @@ typedef struct ag_op_info {
   uint32_t nondiff;      /* outputs that never get a history */
   unsigned char list_input; /* a differentiable Tensor[]: one edge per element */
   int id;                /* ATEN_ID of a built-in operator */
+  unsigned char is_view; /* returns a view of its first argument (Tensor(a)) */
 } ag_op_info;
 
 /* Nonzero when a name of f is not in the schema (or too many). */
@@ -40,6 +41,11 @@ disp_node *disp__formula_node_new(const ag_op_info *info, uint32_t num_next);
 /* The shared Autograd kernel, disp__ag_record_kernel (user_data: the
  * ag_op_info), is declared in the generated aten_kernels.h. */
 #include "aten_kernels.h"
+
+/* The autograd fallback with its modes (fallback.c); installed into the
+ * dispatcher's built-in fallback by disp__ag_install_fallback. */
+disp_status disp__ag_fallback(const disp_op *op, disp_keyset ks, disp_stack *st, void *user_data);
+void disp__ag_install_fallback(void);
 
 /* Runs hooks of `list` watching gradient input watch_nr (-1: all) on *grad. */
 disp_status disp__hooks_run(ag_hook *list, int watch_nr, disp_tensor **grad);

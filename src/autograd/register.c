@@ -30,16 +30,36 @@ static void info_free(void *p) {
   free(info);
 }
 
+/* Built-in operators 1.13 does not differentiate: an Autograd fallthrough,
+ * so their calls skip the key (derivatives.yaml has no entry, or marks
+ * every output non_differentiable; detach's view simply has no graph). */
+static const char *const not_differentiable[] = {
+    "aten::empty.memory_format", "aten::empty_strided", "aten::zeros", "aten::ones", "aten::full",
+    "aten::arange", "aten::arange.start", "aten::arange.start_step", "aten::rand", "aten::randn",
+    "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::scalar_tensor",
+    "aten::eq.Tensor", "aten::eq.Scalar", "aten::lt.Tensor", "aten::gt.Tensor", "aten::ge.Tensor",
+    "aten::le.Tensor", "aten::ne.Tensor", "aten::argmax", "aten::_local_scalar_dense", "aten::detach",
+    "aten::resize_", "aten::set_.source_Tensor", "aten::set_.source_Storage",
+    "aten::set_.source_Storage_storage_offset", "aten::_copy_from", "aten::_copy_from_and_resize",
+    "aten::item",
+};
+
+static int is_not_differentiable(const char *op) {
+  for (size_t i = 0; i < sizeof not_differentiable / sizeof *not_differentiable; i++)
+    if (!strcmp(not_differentiable[i], op)) return 1;
+  return 0;
+}
+
 /* The recording kernel for f: boxed calls reach record.c directly, typed
  * calls the generated pass-through, which hands over when a gradient is
  * wanted (disp__aten_autograd_info). */
 static disp_status impl_formula(disp_library *m, const ag_formula *f, const disp__ag_passthrough *p) {
   const disp_op *op;
-  disp_status st = disp_op_find(f->op, &op);
+  disp_status st = disp_op_find(p->op, &op);
   if (st != DISP_OK) return st;
-  ag_op_info *info = malloc(sizeof *info);
-  if (!info) return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory registering %s", f->op);
-  if (disp__ag_info_init(info, op, f)) {
+  ag_op_info *info = calloc(1, sizeof *info);
+  if (!info) return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory registering %s", p->op);
+  if (f && disp__ag_info_init(info, op, f)) {
     free(info);
     return disp__fail(DISP_ERR_SCHEMA, "autograd: the formula for %s names an argument its schema lacks", f->op);
   }
@@ -48,7 +68,7 @@ static disp_status impl_formula(disp_library *m, const ag_formula *f, const disp
   k.unboxed = p->fn;
   k.flags = DISP_KERNEL_WITH_KEYSET;
   disp__aten_autograd_info[p->id] = info;
-  st = disp_library_impl(m, f->op, k, NULL);
+  st = disp_library_impl(m, p->op, k, NULL);
   if (st != DISP_OK) {
     disp__aten_autograd_info[p->id] = NULL;
     free(info);
@@ -59,10 +79,10 @@ static disp_status impl_formula(disp_library *m, const ag_formula *f, const disp
 void disp__aten_impl_autograd(disp_library *m) {
   for (size_t i = 0; i < disp__aten_autograd_passthrough_count; i++) {
     const disp__ag_passthrough *p = &disp__aten_autograd_passthroughs[i];
-    const ag_formula *f = formula_for(p->op);
-    if (f) impl_formula(m, f, p);
-    else disp_library_impl(m, p->op, disp_kernel_unboxed(p->fn, DISP_KERNEL_WITH_KEYSET), NULL);
+    if (is_not_differentiable(p->op)) disp_library_impl(m, p->op, disp_kernel_fallthrough(), NULL);
+    else impl_formula(m, formula_for(p->op), p);
   }
+  disp__ag_install_fallback();
 }
 
 int disp__ag_requires_grad(const disp_tensor *t) {

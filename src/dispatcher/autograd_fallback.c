@@ -1,20 +1,27 @@
 /*
  * autograd_fallback.c - the built-in boxed fallback on the autograd keys.
  *
- * In its "nothing" mode it redispatches below autograd, boxed, with
- * PyTorch's after_autograd_keyset: the operator runs as if it had an
- * Autograd fallthrough, but the key stays visible (and the autograd layer
- * can later add "warn"/"error" modes without changing the tables).
+ * The dispatcher knows only the "nothing" mode: redispatch below autograd
+ * with PyTorch's after_autograd_keyset, as if the operator had an Autograd
+ * fallthrough (the key stays visible). The autograd module installs the
+ * handler that adds the "warn" and "error" modes
+ * (disp__autograd_fallback_set_handler), so the tables never change.
  */
+#include <stdatomic.h>
+
+#include "builtins_internal.h"
 #include "disp/guard.h"
 #include "error_internal.h"
 #include "registry_internal.h"
 
-disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
-                                          void *user_data);
+static _Atomic(disp_boxed_fn) handler;
 
-disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack,
-                                          void *user_data) {
-  (void)user_data;
+void disp__autograd_fallback_set_handler(disp_boxed_fn fn) { atomic_store_explicit(&handler, fn, memory_order_release); }
+
+disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack, void *user_data);
+
+disp_status disp__autograd_fallback_boxed(const disp_op *op, disp_keyset ks, disp_stack *stack, void *user_data) {
+  disp_boxed_fn h = atomic_load_explicit(&handler, memory_order_acquire);
+  if (h) return h(op, ks, stack, user_data);
   return disp_redispatch_boxed(op, disp_keyset_and(ks, disp_keyset_after_autograd()), stack);
 }

@@ -22,4 +22,12 @@
 extern disp_library_node disp__builtin_libraries[];
 extern const size_t disp__builtin_library_count;
 
+/*
+ * disp__autograd_fallback_set_handler - what the built-in autograd fallback
+ * runs (autograd_fallback.c); NULL restores the "nothing" behaviour. The
+ * autograd module installs its handler while the built-in libraries
+ * register. Thread-safe.
+ */
+void disp__autograd_fallback_set_handler(disp_boxed_fn fn);
+
 #endif

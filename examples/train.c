@@ -1,0 +1,200 @@
+/*
+ * train.c - the training loop the examples share (train.h).
+ */
+#include "train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int usage(const char *prog, const train_flags *d) {
+  fprintf(stderr,
+          "usage: %s [--epochs N] [--batch N] [--lr X] [--seed N] [--data DIR] [--threads N]\n"
+          "  defaults: --epochs %d --batch %lld --lr %g --seed %llu --data %s\n",
+          prog, d->epochs, (long long)d->batch, d->lr, (unsigned long long)d->seed, d->data);
+  return 1;
+}
+
+int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f) {
+  train_flags d = *f;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(prog, &d), 2;
+    if (!v) return usage(prog, &d);
+    if (!strcmp(a, "--epochs")) f->epochs = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--batch")) f->batch = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--lr")) f->lr = strtod(v, &end);
+    else if (!strcmp(a, "--seed")) f->seed = strtoull(v, &end, 10);
+    else if (!strcmp(a, "--threads")) f->threads = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--data")) f->data = v, end = (char *)v + strlen(v);
+    else return usage(prog, &d);
+    if (!end || *end || f->epochs < 0 || f->batch <= 0 || !(f->lr > 0) || f->threads < 0) {
+      fprintf(stderr, "%s: bad value '%s' for %s\n", prog, v, a);
+      return 1;
+    }
+    i++;
+  }
+  return 0;
+}
+
+/* ---- parameters ----------------------------------------------------------------- */
+
+disp_status train_param(const int64_t *sizes, int ndim, int64_t fan_in, disp_tensor **out) {
+  *out = NULL;
+  double bound = fan_in > 0 ? 1.0 / sqrt((double)fan_in) : 0.0;
+  disp_int_list l = {sizes, (size_t)ndim};
+  disp_opt_device cpu = {DISP_BACKEND_CPU, -1, true};
+  disp_opt_bool none = {false, false};
+  disp_tensor *u = NULL, *scaled = NULL;
+  disp_status st = disp_aten_rand(l, DISP_DTYPE_FLOAT32, -1, cpu, none, &u); /* [0, 1) */
+  if (st == DISP_OK) st = disp_aten_mul_Scalar(u, disp_scalar_double(2 * bound), &scaled);
+  if (st == DISP_OK) st = disp_aten_sub_Scalar(scaled, disp_scalar_double(bound), disp_scalar_int(1), out);
+  if (st == DISP_OK) st = disp_tensor_set_requires_grad(*out, 1);
+  disp_tensor_release(u);
+  disp_tensor_release(scaled);
+  return st;
+}
+
+/* ---- one epoch ---------------------------------------------------------------------- */
+
+typedef struct epoch_stats {
+  double loss_sum;
+  int64_t batches, images;
+  double seconds;
+} epoch_stats;
+
+static disp_status step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss) {
+  disp_tensor *logits = NULL, *l = NULL;
+  disp_scalar v;
+  disp_status st = m->forward(m->state, x, &logits);
+  if (st == DISP_OK) st = disp_aten_cross_entropy_loss(logits, y, NULL, 1, -100, 0.0, &l);
+  if (st == DISP_OK) st = disp_optim_zero_grad(opt, 1);
+  if (st == DISP_OK) st = disp_autograd_backward(&l, 1, NULL, 0, 0);
+  if (st == DISP_OK) st = disp_optim_step(opt);
+  if (st == DISP_OK) st = disp_aten_item(l, &v);
+  if (st == DISP_OK) *loss = disp_scalar_to_double(v);
+  disp_tensor_release(l);
+  disp_tensor_release(logits);
+  return st;
+}
+
+static void progress(int epoch, const train_flags *f, int64_t b, int64_t nb, const epoch_stats *s, double t0) {
+  double dt = now_s() - t0;
+  printf("\repoch %d/%d  batch %lld/%lld  loss %.4f  %.0f images/s   ", epoch, f->epochs, (long long)b,
+         (long long)nb, s->loss_sum / (double)(s->batches ? s->batches : 1), dt > 0 ? (double)s->images / dt : 0.0);
+  fflush(stdout);
+}
+
+static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_set *train, int64_t *perm,
+                             uint64_t *rng, int epoch, const train_flags *f, epoch_stats *s) {
+  int tty = isatty(STDOUT_FILENO);
+  int64_t nb = fmnist_batch_count(train, f->batch);
+  disp_status st = fmnist_shuffle(perm, train->count, rng);
+  double t0 = now_s();
+  memset(s, 0, sizeof *s);
+  for (int64_t b = 0; st == DISP_OK && b < nb; b++) {
+    disp_tensor *x = NULL, *y = NULL;
+    double loss = 0;
+    st = fmnist_batch(train, perm, f->batch, b, m->shape, &x, &y);
+    if (st == DISP_OK) st = step(m, opt, x, y, &loss);
+    if (st == DISP_OK) s->loss_sum += loss, s->batches++, s->images += disp_tensor_sizes(x)[0];
+    disp_tensor_release(x);
+    disp_tensor_release(y);
+    if (tty && (b % 20 == 0 || b + 1 == nb)) progress(epoch, f, b + 1, nb, s, t0);
+  }
+  s->seconds = now_s() - t0;
+  if (tty) printf("\r%*s\r", 78, "");
+  return st;
+}
+
+/* ---- evaluation ------------------------------------------------------------------------ */
+
+static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, int64_t *correct) {
+  disp_tensor *logits = NULL, *pred = NULL, *eq = NULL, *n = NULL;
+  disp_opt_int dim1 = {1, true};
+  disp_scalar v;
+  disp_status st = m->forward(m->state, x, &logits);
+  if (st == DISP_OK) st = disp_aten_argmax(logits, dim1, false, &pred);
+  if (st == DISP_OK) st = disp_aten_eq_Tensor(pred, y, &eq);
+  if (st == DISP_OK) st = disp_aten_sum(eq, -1, &n);
+  if (st == DISP_OK) st = disp_aten_item(n, &v);
+  if (st == DISP_OK) *correct += (int64_t)disp_scalar_to_double(v);
+  disp_tensor_release(n), disp_tensor_release(eq), disp_tensor_release(pred), disp_tensor_release(logits);
+  return st;
+}
+
+static disp_status evaluate(train_model *m, const fmnist_set *test, double *accuracy) {
+  int64_t *order = malloc((size_t)test->count * sizeof *order), correct = 0, bs = 1000;
+  if (!order) return disp_set_error(DISP_ERR_NO_MEMORY, "evaluate: out of memory");
+  for (int64_t i = 0; i < test->count; i++) order[i] = i;
+  disp_tls_state g = disp_grad_mode_push(0);
+  disp_status st = DISP_OK;
+  for (int64_t b = 0; st == DISP_OK && b < fmnist_batch_count(test, bs); b++) {
+    disp_tensor *x = NULL, *y = NULL;
+    st = fmnist_batch(test, order, bs, b, m->shape, &x, &y);
+    if (st == DISP_OK) st = correct_in(m, x, y, &correct);
+    disp_tensor_release(x), disp_tensor_release(y);
+  }
+  disp_tls_restore(g);
+  free(order);
+  *accuracy = test->count ? (double)correct / (double)test->count : 0.0;
+  return st;
+}
+
+/* ---- the whole run -------------------------------------------------------------------------- */
+
+static int fail(const char *what, disp_status st) {
+  fprintf(stderr, "%s: %s (%s)\n", what, disp_last_error(), disp_status_name(st));
+  return 1;
+}
+
+static int load(const train_flags *f, fmnist_set *train, fmnist_set *test) {
+  disp_status st = fmnist_load(f->data, 1, train);
+  if (st == DISP_OK) st = fmnist_load(f->data, 0, test);
+  if (st == DISP_OK) st = fmnist_normalize(train, FMNIST_MEAN, FMNIST_STD);
+  if (st == DISP_OK) st = fmnist_normalize(test, FMNIST_MEAN, FMNIST_STD);
+  if (st != DISP_OK) fprintf(stderr, "%s\n", disp_last_error());
+  return st != DISP_OK;
+}
+
+int train_run(train_model *m, const train_flags *f) {
+  fmnist_set train = {0}, test = {0};
+  if (load(f, &train, &test)) return 1;
+  if (f->threads > 0) disp_set_num_threads(f->threads);
+  disp_adam_options o = disp_adam_options_default();
+  o.lr = f->lr;
+  disp_optimizer *opt = NULL;
+  disp_status st = disp_optim_adam_new(m->params, m->nparams, &o, &opt);
+  int64_t *perm = malloc((size_t)train.count * sizeof *perm);
+  uint64_t rng = f->seed;
+  int rc = st != DISP_OK ? fail("optimizer", st) : !perm ? fail("out of memory", DISP_ERR_NO_MEMORY) : 0;
+  for (int64_t i = 0; perm && i < train.count; i++) perm[i] = i;
+  printf("training on %lld images, %d epoch(s), batch %lld, Adam lr %g, %d thread(s)\n", (long long)train.count,
+         f->epochs, (long long)f->batch, f->lr, disp_get_num_threads());
+  for (int e = 1; !rc && e <= f->epochs; e++) {
+    epoch_stats s;
+    st = run_epoch(m, opt, &train, perm, &rng, e, f, &s);
+    if (st != DISP_OK) rc = fail("training", st);
+    else
+      printf("epoch %d/%d: loss %.4f, %.1f s, %.0f images/s\n", e, f->epochs, s.loss_sum / (double)s.batches,
+             s.seconds, (double)s.images / s.seconds);
+  }
+  double acc = 0;
+  if (!rc && (st = evaluate(m, &test, &acc)) != DISP_OK) rc = fail("evaluation", st);
+  if (!rc) printf("test accuracy: %.4f\n", acc);
+  free(perm);
+  disp_optim_free(opt);
+  fmnist_free(&train);
+  fmnist_free(&test);
+  return rc;
+}

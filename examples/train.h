@@ -1,0 +1,54 @@
+/*
+ * train.h - what the training examples (mlp.c, cnn.c) share: flags,
+ * PyTorch's default parameter initialisation, the epoch loop with its
+ * progress line, and the test-set evaluation. A model is a forward function
+ * over its parameters; the loop does cross-entropy, backward and an Adam
+ * step per shuffled mini-batch.
+ */
+#ifndef TRAIN_H
+#define TRAIN_H
+
+#include <stdint.h>
+
+#include <disp.h>
+
+#include "fmnist.h"
+
+/* Command-line settings (--epochs --batch --lr --seed --data --threads). */
+typedef struct train_flags {
+  int epochs;
+  int64_t batch;
+  double lr;
+  uint64_t seed;
+  const char *data;
+  int threads; /* 0: the library's default */
+} train_flags;
+
+/* Parses argv over the defaults in *f; prints usage and returns 1 on a bad
+ * flag, 2 after --help. */
+int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f);
+
+/* A model: logits (new reference) for a batch of inputs. */
+typedef disp_status (*train_forward_fn)(void *model, disp_tensor *x, disp_tensor **logits);
+
+typedef struct train_model {
+  void *state;
+  train_forward_fn forward;
+  disp_tensor **params; /* leaves that require grad, owned by the model */
+  size_t nparams;
+  fmnist_shape shape;   /* the input layout forward expects */
+} train_model;
+
+/*
+ * train_param - a new parameter as torch.nn.Linear / Conv2d initialise
+ * theirs: uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)] (kaiming_uniform with
+ * a = sqrt(5) gives exactly that bound for weights; biases use it too),
+ * drawn from the library's seeded generator. Requires grad.
+ */
+disp_status train_param(const int64_t *sizes, int ndim, int64_t fan_in, disp_tensor **out);
+
+/* Trains m on the training set per f, printing progress; then prints the
+ * test accuracy as the last line ("test accuracy: 0.XXXX"). */
+int train_run(train_model *m, const train_flags *f);
+
+#endif
