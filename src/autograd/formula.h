@@ -89,6 +89,9 @@ disp_status ag_sum_to(disp_tensor *grad, const int64_t *sizes, int ndim, disp_te
  * at::scalar_tensor(v, grad.options())); a new reference. */
 disp_status ag_scalar_like(disp_tensor *like, disp_scalar v, disp_tensor **out);
 
+/* zeros_like(t): t's shape, dtype and device; a new reference. */
+disp_status ag_zeros_like(disp_tensor *t, disp_tensor **out);
+
 /* Zeros of `sizes` with like's dtype and device; a new reference. */
 disp_status ag_zeros_sized(disp_tensor *like, const int64_t *sizes, int ndim, disp_tensor **out);
 

@@ -22,6 +22,12 @@ disp_status ag_scalar_like(disp_tensor *like, disp_scalar v, disp_tensor **out) 
   return disp_aten_scalar_tensor(v, (int32_t)disp_tensor_dtype(like), -1, opt_device(disp_tensor_device(like)), none, out);
 }
 
+disp_status ag_zeros_like(disp_tensor *t, disp_tensor **out) {
+  disp_opt_device dev = {0, 0, false};
+  disp_opt_bool none = {false, false};
+  return disp_aten_zeros_like(t, -1, -1, dev, none, -1, out);
+}
+
 disp_status ag_zeros_sized(disp_tensor *like, const int64_t *sizes, int ndim, disp_tensor **out) {
   disp_int_list l = {sizes, (size_t)ndim};
   disp_opt_bool none = {false, false};

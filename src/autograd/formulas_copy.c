@@ -14,21 +14,15 @@ static disp_status pass_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor *
   return DISP_OK;
 }
 
-static disp_status zeros_like_grad(disp_tensor *g, disp_tensor **out) {
-  disp_opt_device dev = {0, 0, false};
-  disp_opt_bool none = {false, false};
-  return disp_aten_zeros_like(g, -1, -1, dev, none, -1, out);
-}
-
 /* fill_.Scalar, zero_: self gets zeros_like(grad). */
 static disp_status overwrite_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
-  return ag_needs(c, 0) ? zeros_like_grad(g[0], &out[0]) : DISP_OK;
+  return ag_needs(c, 0) ? ag_zeros_like(g[0], &out[0]) : DISP_OK;
 }
 
 /* copy_(self, src): self gets zeros_like(grad), src gets grad. */
 static disp_status copy_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   disp_status st = DISP_OK;
-  if (ag_needs(c, 0)) st = zeros_like_grad(g[0], &out[0]);
+  if (ag_needs(c, 0)) st = ag_zeros_like(g[0], &out[0]);
   if (st == DISP_OK && ag_needs(c, 1)) out[1] = disp_tensor_retain(g[0]);
   return st;
 }

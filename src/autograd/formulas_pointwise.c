@@ -172,11 +172,7 @@ static disp_status tanh_backward_backward(ag_ctx *c, disp_tensor *const *g, disp
 static disp_status threshold_backward_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   disp_status st = DISP_OK;
   if (ag_needs(c, 0)) st = disp_aten_threshold_backward(g[0], ag_saved(c, 0), ag_scalar(c, 2), &out[0]);
-  if (st == DISP_OK && ag_needs(c, 1)) {
-    disp_opt_device dev = {0, 0, false};
-    disp_opt_bool none = {false, false};
-    st = disp_aten_zeros_like(g[0], -1, -1, dev, none, -1, &out[1]);
-  }
+  if (st == DISP_OK && ag_needs(c, 1)) st = ag_zeros_like(g[0], &out[1]);
   return st;
 }
 
