@@ -2,6 +2,7 @@
  * test_call.c - calling operators: both conventions both ways, redispatch,
  * guards, the trace, errors, and reference counts.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -597,6 +598,157 @@ TEST(nested_boxed_calls_get_their_own_stacks) {
   return 0;
 }
 
+/* Note [Direct kernels]: the dispatcher owns DISP__KERNEL_INDIRECT. A
+ * program that sets it on an unboxed kernel still gets its kernel called,
+ * and a kernel with both functions is called unboxed by typed calls. */
+TEST(direct_kernel_flag_is_the_dispatchers) {
+  const disp_op *op = define("direct(Tensor self, Tensor other) -> Tensor", "tc::direct");
+  disp_kernel k = disp_kernel_unboxed(DISP_FN(add_cpu), DISP__KERNEL_INDIRECT);
+  disp_library *l = impl(DISP_KEY_CPU, "direct", k);
+  ASSERT_TRUE(op && l);
+  disp_tensor *a = cpu_tensor(), *b = cpu_tensor();
+  g_cpu_calls = 0;
+  ASSERT_EQ_INT(call_four_ways(op, a, b), 0);
+  ASSERT_EQ_INT(g_cpu_calls, 4);
+  disp_library_free(l);
+  k.boxed = add_boxed; /* both: typed calls take the unboxed one (no boxed autograd fallback in between) */
+  disp_library *ag = impl(DISP_KEY_AUTOGRAD, "direct", disp_kernel_fallthrough());
+  ASSERT_TRUE(ag && (l = impl(DISP_KEY_CPU, "direct", k)) != NULL);
+  g_cpu_calls = g_boxed_calls = 0;
+  disp_tensor *out = NULL;
+  disp_status st;
+  DISP_CALL(st, op, disp_tensor_keyset(a), (disp_tensor *, disp_tensor *, disp_tensor **), a, b, &out);
+  ASSERT_OK(st);
+  ASSERT_TRUE(out == a);
+  disp_tensor_release(out);
+  ASSERT_EQ_INT(g_cpu_calls, 1);
+  ASSERT_EQ_INT(g_boxed_calls, 0);
+  disp_tensor_release(a);
+  disp_tensor_release(b);
+  disp_library_free(l);
+  disp_library_free(ag);
+  return 0;
+}
+
+static disp_status relu_boxed(const disp_op *op, disp_keyset ks, disp_stack *s, void *ud) {
+  (void)op, (void)ks, (void)s, (void)ud;
+  g_boxed_calls++;
+  if (g_boxed_calls == 2) return disp_set_error(DISP_ERR_KERNEL, "boxed relu refused");
+  return DISP_OK; /* leaves self as the return */
+}
+
+static disp_status relu_unboxed(disp_tensor *self, disp_tensor **out) {
+  g_cpu_calls++;
+  *out = disp_tensor_retain(self);
+  return DISP_OK;
+}
+
+static disp_tensor *pu_tensor(void) {
+  int64_t sizes[1] = {2};
+  static int handle;
+  disp_tensor *t = NULL;
+  disp_tensor_new_opaque(sizes, 1, DISP_DTYPE_FLOAT32, DISP_LAYOUT_STRIDED,
+                         disp_device_make(DISP_BACKEND_PRIVATEUSE1, 0), &handle, NULL, &t);
+  return t;
+}
+
+/* Note [The boxed fast case]: a built-in operator whose kernel is boxed
+ * leaves the fast case for the general path, errors named after the
+ * operator and nothing left on the stack. */
+TEST(boxed_call_of_a_builtin_with_a_boxed_kernel) {
+  const disp_op *relu = NULL;
+  ASSERT_OK(disp_op_find("aten::relu", &relu));
+  disp_library *lib = NULL, *ag = NULL; /* no autograd kernel in between */
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_AUTOGRAD, __FILE__, __LINE__, &ag));
+  ASSERT_OK(disp_library_impl(ag, "relu", disp_kernel_fallthrough(), NULL));
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
+  ASSERT_OK(disp_library_impl(lib, "relu", disp_kernel_boxed(relu_boxed, NULL, NULL), NULL));
+  disp_tensor *a = pu_tensor();
+  ASSERT_TRUE(a != NULL);
+  disp_stack *s = disp_stack_new();
+  g_boxed_calls = 0;
+  ASSERT_OK(disp_stack_push_tensor(s, a));
+  ASSERT_OK(disp_call_boxed(relu, s));
+  ASSERT_EQ_INT((int)disp_stack_size(s), 1);
+  ASSERT_TRUE(disp_stack_at(s, 0)->u.tensor == a);
+  disp_stack_clear(s);
+  ASSERT_OK(disp_stack_push_tensor(s, a));
+  ASSERT_STATUS(disp_call_boxed(relu, s), DISP_ERR_KERNEL);
+  ASSERT_STARTS_WITH(disp_last_error(), "aten::relu: boxed relu refused");
+  ASSERT_EQ_INT((int)disp_stack_size(s), 0);
+  ASSERT_EQ_INT(g_boxed_calls, 2);
+  disp_library_free(lib);
+  /* The same operator with an unboxed kernel: the adapter. */
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
+  ASSERT_OK(disp_library_impl(lib, "relu", disp_kernel_unboxed(DISP_FN(relu_unboxed), 0), NULL));
+  g_cpu_calls = 0;
+  ASSERT_OK(disp_stack_push_tensor(s, a));
+  ASSERT_OK(disp_call_boxed(relu, s));
+  ASSERT_EQ_INT(g_cpu_calls, 1);
+  ASSERT_TRUE(disp_stack_at(s, 0)->u.tensor == a);
+  disp_stack_free(s);
+  ASSERT_EQ_INT((int)disp_tensor_refcount(a), 1);
+  disp_tensor_release(a);
+  disp_library_free(lib);
+  disp_library_free(ag);
+  return 0;
+}
+
+/* A thread whose first lookup is a boxed call (the fast case registers it
+ * as a reader out of line, then calls again). */
+static void *first_call_boxed(void *arg) {
+  const disp_op *op = arg;
+  disp_tensor *a = cpu_tensor(), *b = cpu_tensor();
+  disp_stack *s = disp_stack_new();
+  disp_stack_push_tensor(s, a);
+  disp_stack_push_tensor(s, b);
+  intptr_t bad = disp_call_boxed(op, s) != DISP_OK || disp_stack_size(s) != 1 || disp_stack_at(s, 0)->u.tensor != a;
+  disp_stack_free(s);
+  disp_tensor_release(a);
+  disp_tensor_release(b);
+  return (void *)bad;
+}
+
+TEST(first_lookup_of_a_thread_is_a_boxed_call) {
+  const disp_op *op = define("firstcall(Tensor self, Tensor other) -> Tensor", "tc::firstcall");
+  disp_library *l = impl(DISP_KEY_CPU, "firstcall", disp_kernel_unboxed(DISP_FN(add_cpu), 0));
+  ASSERT_TRUE(op && l);
+  for (int i = 0; i < 2; i++) { /* the second starts where the first thread's counter was */
+    pthread_t th;
+    void *bad = (void *)1;
+    ASSERT_EQ_INT(pthread_create(&th, NULL, first_call_boxed, (void *)op), 0);
+    ASSERT_EQ_INT(pthread_join(th, &bad), 0);
+    ASSERT_TRUE(bad == NULL);
+  }
+  disp_library_free(l);
+  return 0;
+}
+
+/* disp_stack_clear: Tensors whose last reference the stack holds, shared
+ * Tensors, a Tensor value holding NULL and owning values, in any order. */
+TEST(stack_clear_releases_every_kind_of_value) {
+  disp_tensor *shared = cpu_tensor();
+  disp_stack *s = disp_stack_new();
+  for (int round = 0; round < 2; round++) {
+    disp_value null_tensor = {.tag = DISP_VALUE_TENSOR};
+    ASSERT_OK(disp_stack_push_tensor_steal(s, cpu_tensor())); /* last reference */
+    ASSERT_OK(disp_stack_push_string(s, "x"));
+    ASSERT_OK(disp_stack_push_tensor(s, shared));
+    ASSERT_OK(disp_stack_push_value_steal(s, &null_tensor));
+    ASSERT_OK(disp_stack_push_int(s, 3));
+    ASSERT_OK(disp_stack_push_tensor_steal(s, cpu_tensor()));
+    ASSERT_OK(disp_stack_push_tensor(s, shared));
+    ASSERT_EQ_INT((int)disp_tensor_refcount(shared), 3);
+    disp_stack_clear(s);
+    ASSERT_EQ_INT((int)disp_stack_size(s), 0);
+    ASSERT_EQ_INT((int)disp_tensor_refcount(shared), 1);
+  }
+  disp_stack_clear(NULL);
+  disp_stack_free(s);
+  disp_tensor_release(shared);
+  return 0;
+}
+
 TEST(cleanup_library) {
   disp_library_free(g_def);
   g_def = NULL;
@@ -617,6 +769,10 @@ TEST_LIST = {
     TEST_ENTRY(unsupported_types_are_boxed_only),
     TEST_ENTRY(register_plan_passes_every_type),
     TEST_ENTRY(nested_boxed_calls_get_their_own_stacks),
+    TEST_ENTRY(direct_kernel_flag_is_the_dispatchers),
+    TEST_ENTRY(boxed_call_of_a_builtin_with_a_boxed_kernel),
+    TEST_ENTRY(first_lookup_of_a_thread_is_a_boxed_call),
+    TEST_ENTRY(stack_clear_releases_every_kind_of_value),
     TEST_ENTRY(cleanup_library),
     TEST_END};
 

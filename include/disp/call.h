@@ -35,6 +35,19 @@
 extern "C" {
 #endif
 
+/*
+ * Note [Direct kernels]
+ * A slot whose kernel a typed call may call straight as its C signature - an
+ * unboxed function that does not take the key set - is the common case, so
+ * DISP_CALL tells it apart with one test of the flags: the dispatcher sets
+ * DISP__KERNEL_INDIRECT in every slot without an unboxed function (boxed,
+ * fallthrough and error kernels), and a slot with either bit of
+ * DISP__KERNEL_NOT_DIRECT takes the general branch, which looks at
+ * `unboxed` itself. Programs never set it (the dispatcher overwrites it).
+ */
+#define DISP__KERNEL_INDIRECT (1u << 2)
+#define DISP__KERNEL_NOT_DIRECT (DISP_KERNEL_WITH_KEYSET | DISP__KERNEL_INDIRECT)
+
 /* The callable part of a table slot. Owned by the registry. */
 typedef struct disp_kernel_slot {
   disp_boxed_fn boxed;
@@ -183,13 +196,17 @@ DISP_API void disp_error_add_op(const disp_op *op);
  *     every backend bit set), kept by the guards of disp/guard.h;
  *   - the operator's published table, whose address is the operator's first
  *     member: a grid of kernels, one row per functionality (row 0:
- *     Undefined) and one column per backend, and the per-backend masks of
- *     the keys that are not fallthroughs.
+ *     Undefined) and one column per backend, stored column by column; the
+ *     per-backend masks of the keys that are not fallthroughs; and where
+ *     each backend's column starts (b * DISP_FAST_GRID_ROWS), which the
+ *     lookup adds straight from memory instead of multiplying.
  */
 #define DISP_FAST_GRID_COLS 16
+#define DISP_FAST_GRID_ROWS (DISP_NUM_FUNCTIONALITIES + 1)
 typedef struct disp_fast_table {
-  const disp_kernel_slot *cell[(DISP_NUM_FUNCTIONALITIES + 1) * DISP_FAST_GRID_COLS];
+  const disp_kernel_slot *cell[DISP_FAST_GRID_ROWS * DISP_FAST_GRID_COLS];
   disp_keyset non_fallthrough[DISP_FAST_GRID_COLS];
+  uint64_t col_start[DISP_FAST_GRID_COLS];
 } disp_fast_table;
 
 typedef struct disp_fast_tls {
@@ -212,13 +229,70 @@ DISP_API void disp_reader_register(void);
 
 /* Bracket every read of a published table (the inline path below does):
  * the counter is even from begin to end, and the kernel slot is copied out
- * before end, so the table and entry may be freed right after. */
+ * before end, so the table and entry may be freed right after.
+ *
+ * Note [Counting reads in one instruction]
+ * Begin and end each add one to the counter (only its own thread writes it,
+ * so "add one" is the same single store as "store s + 1"). On x86-64 with
+ * GCC or Clang that is one `incq` on the thread-local counter, whose zero
+ * flag is the first-lookup test (the counter starts at UINT64_MAX): two
+ * instructions to begin and one to end, where a load, add, store and test
+ * took five and two. Elsewhere the C form below. Either way the value begin
+ * returns is only for disp__read_end of the same build (the `incq` form
+ * returns 0 and ends by adding one); disp_redispatch_lookup, whose caller may
+ * be built either way, hands out the counter's real value. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DISP__TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define DISP__TSAN 1
+#endif
+/* ThreadSanitizer sees no ordering in an asm store: TSan builds count in C. */
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && !defined(DISP_NO_INLINE_ASM) && !defined(DISP__TSAN)
+#define DISP__READ_INC 1
+/* The begin without its slow path (for a caller that keeps calls off its
+ * fast path): nonzero on the thread's first lookup, which must then call
+ * disp_reader_register before it reads anything; *s is for disp__read_end. */
+static inline int disp__read_enter_is_first(uint64_t *s) {
+  int first;
+  __asm__ volatile("incq %0" : "+m"(disp_fast_tls_state.reading), "=@ccz"(first));
+  *s = 0;
+  return first;
+}
+
+static inline uint64_t disp__read_enter(void) {
+  uint64_t s;
+  if (__builtin_expect(disp__read_enter_is_first(&s), 0)) disp_reader_register();
+  return s;
+}
+
+/* The "memory" clobber keeps every load of the read (the slot's fields)
+ * before the store, as the release store of the C form does. */
+static inline void disp__read_end(uint64_t s) {
+  (void)s;
+  __asm__ volatile("incq %0" : "+m"(disp_fast_tls_state.reading) : : "memory", "cc");
+}
+#else
+#define DISP__READ_INC 0
 static inline uint64_t disp__read_enter(void) {
   uint64_t s = __atomic_load_n(&disp_fast_tls_state.reading, __ATOMIC_RELAXED) + 1;
   __atomic_store_n(&disp_fast_tls_state.reading, s, __ATOMIC_RELAXED);
   if (__builtin_expect(s == 0, 0)) disp_reader_register();
   return s;
 }
+
+static inline int disp__read_enter_is_first(uint64_t *s) {
+  *s = __atomic_load_n(&disp_fast_tls_state.reading, __ATOMIC_RELAXED) + 1;
+  __atomic_store_n(&disp_fast_tls_state.reading, *s, __ATOMIC_RELAXED);
+  return *s == 0;
+}
+
+static inline void disp__read_end(uint64_t s) {
+  __atomic_store_n(&disp_fast_tls_state.reading, s + 1, __ATOMIC_RELEASE);
+}
+#endif
 
 /* Begins a read of what `*p` points at: the loads through *p stay after the
  * counter's store in the compiler's order (membarrier on the writer's side
@@ -238,10 +312,6 @@ static inline uint64_t disp__read_begin(void) {
   return s;
 }
 
-static inline void disp__read_end(uint64_t s) {
-  __atomic_store_n(&disp_fast_tls_state.reading, s + 1, __ATOMIC_RELEASE);
-}
-
 /*
  * disp__fast_lookup - the cell of key set `ks` in table `t` (Note [The
  * inline fast path]), after removing the table's fallthrough keys when
@@ -258,7 +328,7 @@ static inline const disp_kernel_slot *disp__fast_cell(const disp_fast_table *t, 
    * backend bit so that "no functionality" reads as row 0 (Undefined); the
    * row's offset folds into the load's displacement. */
   uint64_t top = disp__bsr64(*ks | (UINT64_C(1) << (DISP_NUM_BACKENDS - 1)));
-  return (&t->cell[0] - (DISP_NUM_BACKENDS - 1) * DISP_FAST_GRID_COLS)[top * DISP_FAST_GRID_COLS + b];
+  return (&t->cell[0] - (DISP_NUM_BACKENDS - 1))[top + t->col_start[b]];
 }
 
 /* disp__fast_cell with the cell copied out (call inside a read bracket). */
@@ -338,13 +408,19 @@ DISP_API void disp_trace_leave(void);
  * must not be NULL (the inline fast path reads its table unchecked).
  */
 /* Runs the kernel in cell `k` of an open read `seq` (disp__lookup_open):
- * loads what its branch needs, ends the read, calls. Loading boxed and
- * user_data only for boxed kernels keeps the typed path short. */
+ * loads what its branch needs, ends the read, calls. The common kernel, an
+ * unboxed function without the key set, is one flag test and one load
+ * (Note [Direct kernels]); the others load boxed and user_data only when
+ * they are boxed. */
 #define DISP__RUN_CELL(status, k, seq, ks, op, PARAMS, ...)                                      \
   do {                                                                                           \
     disp_fn disp_fn_ = (k)->unboxed;                                                             \
-    if (disp_fn_) {                                                                              \
-      unsigned disp_f_ = (k)->flags;                                                             \
+    if (__builtin_expect(!((k)->flags & DISP__KERNEL_NOT_DIRECT), 1)) {                          \
+      disp__read_end(seq);                                                                       \
+      (status) = ((disp_status(*) PARAMS)disp_fn_)(__VA_ARGS__);                                 \
+    } else if (disp_fn_) {                                                                       \
+      /* Read again, so the test above stays one instruction. */                                 \
+      unsigned disp_f_ = *(const volatile unsigned *)&(k)->flags;                                \
       disp__read_end(seq);                                                                       \
       (status) = (disp_f_ & DISP_KERNEL_WITH_KEYSET)                                             \
                      ? ((disp_status(*)(disp_keyset, DISP__UNPAREN PARAMS))disp_fn_)((ks),       \

@@ -111,6 +111,7 @@ extern const ag_formula_set disp__ag_formulas_pointwise;
 extern const ag_formula_set disp__ag_formulas_reduce;
 extern const ag_formula_set disp__ag_formulas_linalg;
 extern const ag_formula_set disp__ag_formulas_nn;
+extern const ag_formula_set disp__ag_formulas_conv;
 extern const ag_formula_set disp__ag_formulas_shape;
 extern const ag_formula_set disp__ag_formulas_select;
 extern const ag_formula_set disp__ag_formulas_copy;

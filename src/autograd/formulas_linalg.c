@@ -1,54 +1,108 @@
 /*
  * formulas_linalg.c - derivatives of the matrix products (1.13's
- * derivatives.yaml: mm_mat1_backward / mm_mat2_backward, addmm).
+ * derivatives.yaml: mm_mat1_backward / mm_mat2_backward for mm and addmm,
+ * bmm).
  */
 #include "formula.h"
 
-/* a.t() @ b or a @ b.t(), times alpha when it is not 1. */
-static disp_status product(disp_tensor *a, int ta, disp_tensor *b, int tb, disp_scalar alpha, disp_tensor **out) {
-  disp_tensor *at = NULL, *bt = NULL, *p = NULL;
-  disp_status st = DISP_OK;
-  if (ta) st = disp_aten_t(a, &at);
-  if (st == DISP_OK && tb) st = disp_aten_t(b, &bt);
-  if (st == DISP_OK) st = disp_aten_mm(ta ? at : a, tb ? bt : b, &p);
-  disp_tensor_release(at);
-  disp_tensor_release(bt);
-  if (st != DISP_OK) return st;
-  if (disp_scalar_to_double(alpha) == 1.0) {
-    *out = p;
+/* 1.13's maybe_multiply: t itself (retained) when s is 1, else t * s. */
+static disp_status maybe_multiply(disp_tensor *t, disp_scalar s, disp_tensor **out) {
+  if (disp_scalar_to_double(s) == 1.0) {
+    *out = disp_tensor_retain(t);
     return DISP_OK;
   }
-  st = disp_aten_mul_Scalar(p, alpha, out);
-  disp_tensor_release(p);
+  return disp_aten_mul_Scalar(t, s, out);
+}
+
+/* t.t() when tr, else t retained. */
+static disp_status maybe_t(disp_tensor *t, int tr, disp_tensor **out) {
+  if (tr) return disp_aten_t(t, out);
+  *out = disp_tensor_retain(t);
+  return DISP_OK;
+}
+
+/* maybe_multiply(op(a) @ op(b), alpha), transposed when tr; op(x) is x.t()
+ * when its flag is set. */
+static disp_status product(disp_tensor *a, int ta, disp_tensor *b, int tb, int tr, disp_scalar alpha,
+                           disp_tensor **out) {
+  disp_tensor *at = NULL, *bt = NULL, *p = NULL, *pt = NULL;
+  disp_status st = maybe_t(a, ta, &at);
+  if (st == DISP_OK) st = maybe_t(b, tb, &bt);
+  if (st == DISP_OK) st = disp_aten_mm(at, bt, &p);
+  if (st == DISP_OK) st = maybe_t(p, tr, &pt);
+  if (st == DISP_OK) st = maybe_multiply(pt, alpha, out);
+  disp_tensor_release(at), disp_tensor_release(bt), disp_tensor_release(p), disp_tensor_release(pt);
   return st;
 }
 
-/* mm: self: grad @ mat2.t(); mat2: self.t() @ grad. */
+/* Whether the 2-d matrix m is column-major (strides (1, rows)), the layout
+ * 1.13's mm_mat*_backward keeps for its gradient (an nn.Linear weight.t()). */
+static int column_major(const disp_tensor *m) {
+  const int64_t *s = disp_tensor_strides(m), *z = disp_tensor_sizes(m);
+  return disp_tensor_ndim(m) == 2 && s[0] == 1 && s[1] == z[0];
+}
+
+/* mm_mat1_backward(grad, mat2, mat1, alpha): grad @ mat2.t(), computed as
+ * (mat2 @ grad.t()).t() when mat1 was column-major. */
+static disp_status mat1_backward(disp_tensor *grad, disp_tensor *mat2, disp_tensor *mat1, disp_scalar alpha,
+                                 disp_tensor **out) {
+  if (column_major(mat1)) return product(mat2, 0, grad, 1, 1, alpha, out);
+  return product(grad, 0, mat2, 1, 0, alpha, out);
+}
+
+/* mm_mat2_backward(grad, mat1, mat2, alpha): mat1.t() @ grad, computed as
+ * (grad.t() @ mat1).t() when mat2 was column-major. */
+static disp_status mat2_backward(disp_tensor *grad, disp_tensor *mat1, disp_tensor *mat2, disp_scalar alpha,
+                                 disp_tensor **out) {
+  if (column_major(mat2)) return product(grad, 1, mat1, 0, 1, alpha, out);
+  return product(mat1, 1, grad, 0, 0, alpha, out);
+}
+
+/* mm: self: mm_mat1_backward(grad, mat2, self, 1);
+ * mat2: mm_mat2_backward(grad, self, mat2, 1). */
 static disp_status mm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   disp_status st = DISP_OK;
   disp_scalar one = disp_scalar_int(1);
-  if (ag_needs(c, 0)) st = product(g[0], 0, ag_saved(c, 1), 1, one, &out[0]);
-  if (st == DISP_OK && ag_needs(c, 1)) st = product(ag_saved(c, 0), 1, g[0], 0, one, &out[1]);
+  disp_tensor *self = ag_saved(c, 0), *mat2 = ag_saved(c, 1);
+  if (ag_needs(c, 0)) st = mat1_backward(g[0], mat2, self, one, &out[0]);
+  if (st == DISP_OK && ag_needs(c, 1)) st = mat2_backward(g[0], self, mat2, one, &out[1]);
   return st;
 }
 
-/* addmm: self: grad * beta (summed to self's shape by the engine);
- * mat1: grad @ mat2.t() * alpha; mat2: mat1.t() @ grad * alpha. */
+/* addmm: self: maybe_multiply(grad, beta) (summed to self's shape by the
+ * engine); mat1, mat2: as mm, times alpha. */
 static disp_status addmm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   disp_status st = DISP_OK;
   disp_scalar beta = ag_scalar(c, 3), alpha = ag_scalar(c, 4);
-  if (ag_needs(c, 0)) {
-    if (disp_scalar_to_double(beta) == 1.0) out[0] = disp_tensor_retain(g[0]);
-    else st = disp_aten_mul_Scalar(g[0], beta, &out[0]);
-  }
-  if (st == DISP_OK && ag_needs(c, 1)) st = product(g[0], 0, ag_saved(c, 1), 1, alpha, &out[1]);
-  if (st == DISP_OK && ag_needs(c, 2)) st = product(ag_saved(c, 0), 1, g[0], 0, alpha, &out[2]);
+  disp_tensor *mat1 = ag_saved(c, 0), *mat2 = ag_saved(c, 1);
+  if (ag_needs(c, 0)) st = maybe_multiply(g[0], beta, &out[0]);
+  if (st == DISP_OK && ag_needs(c, 1)) st = mat1_backward(g[0], mat2, mat1, alpha, &out[1]);
+  if (st == DISP_OK && ag_needs(c, 2)) st = mat2_backward(g[0], mat1, mat2, alpha, &out[2]);
+  return st;
+}
+
+/* a.bmm(b) with a's (ta) or b's (tb) last two dims swapped. */
+static disp_status bmm_t(disp_tensor *a, int ta, disp_tensor *b, int tb, disp_tensor **out) {
+  disp_tensor *at = NULL, *bt = NULL;
+  disp_status st = ta ? disp_aten_transpose_int(a, 1, 2, &at) : DISP_OK;
+  if (st == DISP_OK && tb) st = disp_aten_transpose_int(b, 1, 2, &bt);
+  if (st == DISP_OK) st = disp_aten_bmm(ta ? at : a, tb ? bt : b, out);
+  disp_tensor_release(at), disp_tensor_release(bt);
+  return st;
+}
+
+/* bmm: self: grad.bmm(mat2.transpose(1, 2)); mat2: self.transpose(1, 2).bmm(grad). */
+static disp_status bmm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  disp_status st = DISP_OK;
+  if (ag_needs(c, 0)) st = bmm_t(g[0], 0, ag_saved(c, 1), 1, &out[0]);
+  if (st == DISP_OK && ag_needs(c, 1)) st = bmm_t(ag_saved(c, 0), 1, g[0], 0, &out[1]);
   return st;
 }
 
 static const ag_formula formulas[] = {
     {"aten::mm", "MmBackward0", "self,mat2", "self,mat2", mm_backward, NULL},
     {"aten::addmm", "AddmmBackward0", "self,mat1,mat2", "mat1,mat2", addmm_backward, NULL},
+    {"aten::bmm", "BmmBackward0", "self,mat2", "self,mat2", bmm_backward, NULL},
 };
 
 const ag_formula_set disp__ag_formulas_linalg = {formulas, sizeof formulas / sizeof *formulas};

@@ -13,8 +13,9 @@
 
 static const ag_formula_set *const sets[] = {
     &disp__ag_formulas_pointwise, &disp__ag_formulas_reduce, &disp__ag_formulas_linalg,
-    &disp__ag_formulas_nn,        &disp__ag_formulas_shape,  &disp__ag_formulas_select,
-    &disp__ag_formulas_copy,      &disp__ag_formulas_index,  &disp__ag_formulas_strided,
+    &disp__ag_formulas_nn,        &disp__ag_formulas_conv,   &disp__ag_formulas_shape,
+    &disp__ag_formulas_select,    &disp__ag_formulas_copy,   &disp__ag_formulas_index,
+    &disp__ag_formulas_strided,
 };
 
 static const ag_formula *formula_for(const char *op) {

@@ -65,7 +65,7 @@ void disp__proxies_init(void) {
     disp_kernel_entry *p = &disp__registry.proxies[i];
     p->boxed = fallback_proxy;
     p->unboxed = NULL;
-    p->flags = DISP_ENTRY_PROXY;
+    p->flags = DISP_ENTRY_PROXY | DISP__KERNEL_INDIRECT; /* boxed only (Note [Direct kernels]) */
     p->user_data = (void *)(intptr_t)i;
     p->debug = (char *)"backend fallback proxy";
   }

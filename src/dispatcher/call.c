@@ -98,7 +98,7 @@ static disp_status traced_kernel(const disp_op *op, disp_keyset ks, disp_stack *
   return st;
 }
 
-static const disp_kernel_slot traced_slot = {traced_kernel, NULL, 0, NULL};
+static const disp_kernel_slot traced_slot = {traced_kernel, NULL, DISP__KERNEL_INDIRECT, NULL};
 
 /* The kernel in every cell of a traced twin (op_table.c): the inline path
  * found the cell with the real masks, so `ks` is the call's final set. */
@@ -128,8 +128,10 @@ static disp_status null_op_kernel(const disp_op *op, disp_keyset ks, disp_stack 
   (void)stack;
   return disp__null_arg(fn, "op");
 }
-static const disp_kernel_slot null_op_dispatch_slot = {null_op_kernel, NULL, 0, (void *)"disp_op_dispatch"};
-static const disp_kernel_slot null_op_redispatch_slot = {null_op_kernel, NULL, 0, (void *)"disp_op_redispatch"};
+static const disp_kernel_slot null_op_dispatch_slot = {null_op_kernel, NULL, DISP__KERNEL_INDIRECT,
+                                                       (void *)"disp_op_dispatch"};
+static const disp_kernel_slot null_op_redispatch_slot = {null_op_kernel, NULL, DISP__KERNEL_INDIRECT,
+                                                         (void *)"disp_op_redispatch"};
 
 disp_dispatch disp_op_dispatch(const disp_op *op, disp_keyset tensor_keys) {
   if (__builtin_expect(!op, 0)) return (disp_dispatch){null_op_dispatch_slot, tensor_keys};
@@ -145,13 +147,19 @@ disp_dispatch disp_op_redispatch(const disp_op *op, disp_keyset ks) {
   return d;
 }
 
+/* The counter's value after a begin, for a caller built with either form of
+ * disp__read_end (Note [Counting reads in one instruction]). */
+static inline uint64_t seq_for_caller(uint64_t s) {
+  return DISP__READ_INC ? __atomic_load_n(&disp_fast_tls_state.reading, __ATOMIC_RELAXED) : s;
+}
+
 const disp_kernel_slot *disp_redispatch_lookup(const disp_op *op, disp_keyset ks, uint64_t *seq) {
   if (!seq) return &null_op_redispatch_slot; /* misuse: nothing to end */
   if (!op) {
-    *seq = disp__read_begin(); /* the caller ends it */
+    *seq = seq_for_caller(disp__read_begin()); /* the caller ends it */
     return &null_op_redispatch_slot;
   }
-  *seq = disp__read_begin_via(op);
+  *seq = seq_for_caller(disp__read_begin_via(op));
   const disp_op_table *t = atomic_load_explicit(&((disp_op *)op)->real, memory_order_acquire);
   const disp_kernel_slot *k = disp__fast_cell((const disp_fast_table *)(const void *)t, &ks.repr, 0);
   if (__builtin_expect(disp__tracing(), 0)) {
@@ -266,6 +274,8 @@ static disp_status boxed_via_unboxed(const disp_op *op, const disp_kernel_slot *
   return st;
 }
 
+/* A built-in operator's generated adapter: pops the arguments, calls `fn`
+ * (with `ks` first when `with_ks` is nonzero), pushes the returns. */
 typedef disp_status (*boxed_adapter)(const disp_op *op, disp_fn fn, int with_ks, disp_keyset ks,
                                      disp_stack *stack);
 
@@ -325,8 +335,26 @@ static disp_status check_boxed_call(const disp_op *op, disp_stack *stack, const 
   return st;
 }
 
+/* A boxed call after its values passed the checks: the kernel of `keys`
+ * (the arguments' keys) runs, traced when the trace is on, and its failure
+ * is named after the operator. */
+static __attribute__((noinline)) disp_status run_checked(const disp_op *op, disp_stack *stack, disp_keyset keys,
+                                                         size_t base) {
+  uint64_t seq = disp__error_seq;
+  disp_dispatch d = pick(op, apply_tls(keys), 1);
+  if (__builtin_expect(disp__tracing(), 0)) trace_enter("[callBoxed]", op, d.ks);
+  disp_status st = run_boxed(op, d, stack);
+  if (disp__tracing()) disp_trace_leave();
+  if (st != DISP_OK) {
+    cleanup_after_error(stack, base);
+    disp__error_name_op(op->name, st, seq);
+  }
+  return st;
+}
+
 /* Everything of a boxed call but its fast case (below). */
 static __attribute__((noinline)) disp_status call_boxed_slow(const disp_op *op, disp_stack *stack) {
+  if (!op || !stack) return disp__null_arg("disp_call_boxed", op ? "stack" : "op");
   uint64_t seq = disp__error_seq;
   const disp_signature *sig;
   size_t base = 0;
@@ -336,52 +364,63 @@ static __attribute__((noinline)) disp_status call_boxed_slow(const disp_op *op, 
     disp__error_name_op(op->name, st, seq);
     return st;
   }
-  disp_dispatch d = pick(op, apply_tls(keys), 1);
-  if (__builtin_expect(disp__tracing(), 0)) trace_enter("[callBoxed]", op, d.ks);
-  st = run_boxed(op, d, stack);
-  if (disp__tracing()) disp_trace_leave();
-  if (st != DISP_OK) {
-    cleanup_after_error(stack, base);
-    disp__error_name_op(op->name, st, seq);
-  }
-  return st;
+  return run_checked(op, stack, keys, base);
 }
 
-/* The end of a boxed call whose kernel the fast case found. */
-static __attribute__((noinline)) disp_status call_boxed_finish(const disp_op *op, disp_dispatch d,
-                                                               disp_stack *stack, size_t base) {
-  uint64_t seq = disp__error_seq;
-  disp_status st = run_boxed(op, d, stack);
-  if (st != DISP_OK) {
-    cleanup_after_error(stack, base);
-    disp__error_name_op(op->name, st, seq);
-  }
-  return st;
-}
+/*
+ * Note [The boxed fast case]
+ * A boxed call whose arguments are all Tensors, each on the stack as a
+ * non-NULL Tensor, is checked here; for a built-in operator's direct unboxed
+ * kernel (Note [Direct kernels]) it makes no call but the generated
+ * adapter's tail call, so it needs no stack frame (a thread's first lookup
+ * registers it out of line, call_boxed_first). Its read bracket covers the
+ * signature and adapter too. It reads the published table: while the trace
+ * is on that is the traced twin, whose every cell is a boxed kernel, so the
+ * one flag test also sends traced calls to run_checked, with no trace test
+ * here. Any other kernel runs from run_checked; anything else, a wrong value
+ * included, takes the slow path, which checks every value and reports.
+ */
+static __attribute__((noinline)) disp_status call_boxed_first(const disp_op *op, disp_stack *stack);
 
-/* The fast case makes no call but a tail call, so it saves no registers:
- * only Tensor arguments (each checked), no trace, and a built-in operator's
- * unboxed kernel, whose generated adapter does the rest (error message
- * included). Anything else, a wrong value included, takes the slow path,
- * which checks every value and reports. */
 disp_status disp_call_boxed(const disp_op *op, disp_stack *stack) {
-  DISP_REFUSE_NULL(op);
-  DISP_REFUSE_NULL(stack);
+  if (__builtin_expect(!op || !stack, 0)) return call_boxed_slow(op, stack);
+  uint64_t seq;
+  if (__builtin_expect(disp__read_enter_is_first(&seq), 0)) return call_boxed_first(op, stack);
+  __asm__ volatile("" : "+r"(op) : "m"(disp_fast_tls_state.reading)); /* as disp__read_begin_via */
   const disp_signature *sig = atomic_load_explicit(&((disp_op *)op)->sig, memory_order_acquire);
-  if (!sig || stack->len < (size_t)sig->nargs || disp__tracing() || sig->varargs) return call_boxed_slow(op, stack);
-  const disp_value *args = stack->v + stack->len - (size_t)sig->nargs;
-  disp_keyset keys = {0};
-  for (int i = 0; i < sig->nargs; i++) {
-    const disp_value *v = &args[i];
-    if (sig->args[i] != DISP_CT_TENSOR || v->tag != DISP_VALUE_TENSOR || !v->u.tensor)
-      return call_boxed_slow(op, stack);
-    keys.repr |= disp__tensor_head_keys(v->u.tensor).repr;
+  if (__builtin_expect(!sig || stack->len < (size_t)sig->nargs, 0)) goto slow;
+  const disp_value *v = stack->v + stack->len - (size_t)sig->nargs, *end = stack->v + stack->len;
+  const disp_ctype *type = sig->args;
+  uint64_t keys = 0;
+  for (; v != end; v++, type++) {
+    if (*type != DISP_CT_TENSOR || v->tag != DISP_VALUE_TENSOR || !v->u.tensor) goto slow;
+    keys |= disp__tensor_head_keys(v->u.tensor).repr;
   }
-  disp_dispatch d = pick(op, apply_tls(keys), 1);
+  const disp_fast_table *t = __atomic_load_n((const disp_fast_table *const *)(const void *)op, __ATOMIC_ACQUIRE);
+  uint64_t ks = apply_tls((disp_keyset){keys}).repr;
+  const disp_kernel_slot *k = disp__fast_cell(t, &ks, 1);
   boxed_adapter adapt = (boxed_adapter)atomic_load_explicit(&((disp_op *)op)->adapter, memory_order_acquire);
-  if (__builtin_expect(!d.kernel.boxed && adapt != NULL, 1))
-    return adapt(op, d.kernel.unboxed, (d.kernel.flags & DISP_KERNEL_WITH_KEYSET) != 0, d.ks, stack);
-  return call_boxed_finish(op, d, stack, stack->len - (size_t)sig->nargs);
+  if (__builtin_expect(!adapt || (k->flags & DISP__KERNEL_INDIRECT), 0)) {
+    int varargs = sig->varargs;
+    disp__read_end(seq);
+    if (varargs) return call_boxed_slow(op, stack);
+    return run_checked(op, stack, (disp_keyset){keys}, stack->len - (size_t)sig->nargs);
+  }
+  disp_fn fn = k->unboxed;
+  int with_ks = (int)(k->flags & DISP_KERNEL_WITH_KEYSET);
+  disp__read_end(seq);
+  return adapt(op, fn, with_ks, (disp_keyset){ks}, stack);
+slow:
+  disp__read_end(seq);
+  return call_boxed_slow(op, stack);
+}
+
+/* The thread's first lookup: its counter says "inside a read"; register it,
+ * end that read, and make the call as any other. */
+static __attribute__((noinline)) disp_status call_boxed_first(const disp_op *op, disp_stack *stack) {
+  disp_reader_register();
+  disp__read_end(0);
+  return disp_call_boxed(op, stack);
 }
 
 /* A redispatch runs inside a kernel: the outer call names the failure after

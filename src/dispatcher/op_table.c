@@ -129,6 +129,7 @@ const disp_kernel_entry *disp__op_compute_entry(const disp_op *op, disp_key key,
 
 _Static_assert(offsetof(disp_op_table, grid) == offsetof(disp_fast_table, cell) &&
                    offsetof(disp_op_table, non_fallthrough) == offsetof(disp_fast_table, non_fallthrough) &&
+                   offsetof(disp_op_table, col_start) == offsetof(disp_fast_table, col_start) &&
                    sizeof(((disp_op_table *)0)->grid) == sizeof(((disp_fast_table *)0)->cell),
                "the published table must start with the layout of disp_fast_table");
 _Static_assert(offsetof(disp_kernel_entry, slot) == 0, "a kernel entry is a kernel slot");
@@ -166,13 +167,14 @@ static void compute_table(disp_op *op, disp_op_table *t) {
       mask = disp_keyset_remove(mask, k);
     }
     t->non_fallthrough[b] = mask;
+    t->col_start[b] = (uint64_t)b * DISP__GRID_ROWS;
   }
   for (int f = 0; f < DISP__GRID_ROWS; f++)
     for (int b = 0; b < DISP__GRID_COLS; b++) {
       disp_keyset ks = {0};
       if (f) ks.repr = UINT64_C(1) << (DISP_NUM_BACKENDS + f - 1);
       if (b < DISP_NUM_BACKENDS) ks.repr |= UINT64_C(1) << b;
-      t->grid[f * DISP__GRID_COLS + b] = b < DISP_NUM_BACKENDS ? t->slot[disp_keyset_table_index(ks)]
+      t->grid[b * DISP__GRID_ROWS + f] = b < DISP_NUM_BACKENDS ? t->slot[disp_keyset_table_index(ks)]
                                                                : disp__registry.missing;
     }
 }

@@ -90,7 +90,8 @@ disp_kernel_entry *disp__kernel_entry_new(const disp_kernel *k, const char *defa
   if (!e) goto oom;
   e->boxed = k->boxed;
   e->unboxed = k->unboxed;
-  e->flags = k->flags;
+  /* Note [Direct kernels]: DISP_CALL's one test tells the slots without an unboxed function apart. */
+  e->flags = (k->flags & ~DISP__KERNEL_INDIRECT) | (k->unboxed ? 0 : DISP__KERNEL_INDIRECT);
   e->user_data = k->user_data;
   if (k->destroy) {
     if (!(e->on_destroy = malloc(sizeof *e->on_destroy))) goto oom;

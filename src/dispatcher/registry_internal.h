@@ -109,8 +109,9 @@ typedef struct disp_op_table {
    * PyTorch keeps one mask, or one per backend when a per-backend key is a
    * fallthrough for some backends only; always keeping them per backend
    * costs one load. */
-  const disp_kernel_entry *grid[DISP__GRID_ROWS * DISP__GRID_COLS];
+  const disp_kernel_entry *grid[DISP__GRID_ROWS * DISP__GRID_COLS]; /* column by column */
   disp_keyset non_fallthrough[DISP__GRID_COLS];
+  uint64_t col_start[DISP__GRID_COLS]; /* b * DISP__GRID_ROWS */
   const disp_kernel_entry *slot[DISP_NUM_RUNTIME_ENTRIES];
 } disp_op_table;
 

@@ -70,8 +70,39 @@ static inline void release_value(disp_value *v) {
   }
 }
 
+static void clear_rest(disp_stack *s);
+
+/* Drops one reference of non-NULL `t`: nonzero when it was the last, which
+ * disp__tensor_free_last must then free (disp__tensor_release_fast split). */
+static inline int drop_is_last(disp_tensor *t) {
+  return atomic_fetch_sub_explicit(&((disp__tensor_head *)(void *)t)->refs, 1, memory_order_release) == 1;
+}
+
+/* The common case, Tensors whose last reference is elsewhere, makes no call
+ * (so no stack frame); at the first value that needs one, clear_rest takes
+ * over: it finishes that value (a Tensor's count already dropped) and
+ * releases the rest the general way. */
 void disp_stack_clear(disp_stack *s) {
   if (!s) return;
+  for (size_t n = s->len; n; n--) {
+    const disp_value *v = &s->v[n - 1];
+    disp_tensor *t = v->u.tensor;
+    if (v->tag != DISP_VALUE_TENSOR || !t || drop_is_last(t)) {
+      s->len = n;
+      clear_rest(s);
+      return;
+    }
+  }
+  s->len = 0;
+}
+
+static __attribute__((noinline)) void clear_rest(disp_stack *s) {
+  disp_value *v = &s->v[--s->len];
+  if (v->tag == DISP_VALUE_TENSOR) {
+    if (v->u.tensor) disp__tensor_free_last(v->u.tensor); /* its count already dropped */
+  } else if (v->tag > DISP_VALUE_BOOL) {
+    disp_value_clear(v);
+  }
   while (s->len) release_value(&s->v[--s->len]);
 }
 
@@ -147,16 +178,21 @@ disp_status disp_stack_push_tensor_steal(disp_stack *s, disp_tensor *t) {
   return disp_stack_push_value_steal(s, &v);
 }
 
+static __attribute__((noinline)) disp_status push_tensor_slow(disp_stack *s, disp_tensor *t) {
+  if (!s) return disp__null_arg("disp_stack_push_tensor", "s");
+  return disp_stack_push_tensor_steal(s, t ? disp_tensor_retain(t) : NULL);
+}
+
+/* The common case makes no call, so no stack frame. */
 disp_status disp_stack_push_tensor(disp_stack *s, disp_tensor *t) {
-  DISP_REFUSE_NULL(s);
-  if (t && s->len < s->cap) { /* the common case, without the general path */
+  if (__builtin_expect(s && t && s->len < s->cap, 1)) {
     disp_value *v = &s->v[s->len++];
     v->tag = DISP_VALUE_TENSOR;
     v->u.tensor = t;
     disp__tensor_retain_fast(t);
     return DISP_OK;
   }
-  return disp_stack_push_tensor_steal(s, t ? disp_tensor_retain(t) : NULL);
+  return push_tensor_slow(s, t);
 }
 
 disp_status disp_stack_push_int(disp_stack *s, int64_t x) {

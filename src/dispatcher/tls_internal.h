@@ -47,9 +47,10 @@ static inline disp_keyset disp__apply_tls(disp_keyset ks) {
  * functionality (row 0: Undefined) and one column per backend; a single
  * functionality's row repeats its one kernel in every column. Then the cell
  * of a key set is (highest functionality, highest backend), found with two
- * bit scans and no table of offsets (disp__fast_lookup in disp/call.h). */
+ * bit scans and the backend's column start (disp__fast_lookup in
+ * disp/call.h); columns are stored one after the other. */
 #define DISP__GRID_COLS DISP_FAST_GRID_COLS
-#define DISP__GRID_ROWS (DISP_NUM_FUNCTIONALITIES + 1)
+#define DISP__GRID_ROWS DISP_FAST_GRID_ROWS
 _Static_assert(DISP_NUM_BACKENDS <= DISP__GRID_COLS, "a grid row holds every backend");
 
 /* The trace switch (disp_trace_set/get). Written under the registry lock,
