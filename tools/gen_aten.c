@@ -441,6 +441,8 @@ int main(int argc, char **argv) {
              "/* Grad mode on and t (NULL: None) requires grad; any element of l does. */\n"
              "int disp__ag_requires_grad(const disp_tensor *t);\n"
              "int disp__ag_list_requires_grad(disp_tensor_list l);\n"
+             "/* disp__ag_requires_grad, or grad mode on and t a view whose base requires grad. */\n"
+             "int disp__ag_written_requires_grad(const disp_tensor *t);\n"
              "/* The Autograd kernel of every formula (src/autograd/record.c). */\n"
              "disp_status disp__ag_record_kernel(const disp_op *op, disp_keyset ks, disp_stack *st, void *info);\n"
              "extern const disp__ag_passthrough disp__aten_autograd_passthroughs[];\n"
@@ -574,8 +576,13 @@ int main(int argc, char **argv) {
       /* A view op is seen also in no-grad mode: its output must remember
        * that it was made there (1.13's CreationMeta::NO_GRAD_MODE). */
       int view = s->num_rets > 0 && s->rets[0].alias && !s->rets[0].alias->is_write;
+      /* A written view whose base is in a graph is recorded (rebased) or
+       * refused (a no-grad view, a view of a leaf) even when the view
+       * itself does not require grad. */
+      const char *test = view ? "disp_tensor_requires_grad"
+                         : is_written(s, i) ? "disp__ag_written_requires_grad" : "disp__ag_requires_grad";
       if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR)
-        fprintf(c, "%s%s(%s)", any++ ? " || " : "", view ? "disp_tensor_requires_grad" : "disp__ag_requires_grad", nm);
+        fprintf(c, "%s%s(%s)", any++ ? " || " : "", test, nm);
       else if (sig->args[i] == DISP_CT_TENSOR_LIST)
         fprintf(c, "%sdisp__ag_list_requires_grad(%s)", any++ ? " || " : "", nm);
     }

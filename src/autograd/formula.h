@@ -85,6 +85,20 @@ disp_status ag_zeros_like_input(ag_ctx *c, int j, disp_tensor **out);
  * same tensor, retained, when the shapes agree). */
 disp_status ag_sum_to(disp_tensor *grad, const int64_t *sizes, int ndim, disp_tensor **out);
 
+/* A 0-dim tensor holding v with like's dtype and device (1.13's
+ * at::scalar_tensor(v, grad.options())); a new reference. */
+disp_status ag_scalar_like(disp_tensor *like, disp_scalar v, disp_tensor **out);
+
+/* zeros_like(t): t's shape, dtype and device; a new reference. */
+disp_status ag_zeros_like(disp_tensor *t, disp_tensor **out);
+
+/* Zeros of `sizes` with like's dtype and device; a new reference. */
+disp_status ag_zeros_sized(disp_tensor *like, const int64_t *sizes, int ndim, disp_tensor **out);
+
+/* dim wrapped into [0, ndim) as PyTorch's maybe_wrap_dim (a 0-dim tensor
+ * counts as 1-dim); the forward has already refused a dim out of range. */
+int64_t ag_wrap_dim(int64_t dim, int ndim);
+
 /* ---- the formula tables -------------------------------------------------- */
 
 typedef struct ag_formula_set {
@@ -99,5 +113,9 @@ extern const ag_formula_set disp__ag_formulas_linalg;
 extern const ag_formula_set disp__ag_formulas_nn;
 extern const ag_formula_set disp__ag_formulas_conv;
 extern const ag_formula_set disp__ag_formulas_shape;
+extern const ag_formula_set disp__ag_formulas_select;
+extern const ag_formula_set disp__ag_formulas_copy;
+extern const ag_formula_set disp__ag_formulas_index;
+extern const ag_formula_set disp__ag_formulas_strided;
 
 #endif /* DISP_AUTOGRAD_FORMULA_H */

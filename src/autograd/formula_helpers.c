@@ -17,6 +17,28 @@ disp_status ag_zeros_like_input(ag_ctx *c, int j, disp_tensor **out) {
   return disp_aten_zeros(l, (int32_t)ag_input_dtype(c, j), -1, opt_device(ag_input_device(c, j)), none, out);
 }
 
+disp_status ag_scalar_like(disp_tensor *like, disp_scalar v, disp_tensor **out) {
+  disp_opt_bool none = {false, false};
+  return disp_aten_scalar_tensor(v, (int32_t)disp_tensor_dtype(like), -1, opt_device(disp_tensor_device(like)), none, out);
+}
+
+disp_status ag_zeros_like(disp_tensor *t, disp_tensor **out) {
+  disp_opt_device dev = {0, 0, false};
+  disp_opt_bool none = {false, false};
+  return disp_aten_zeros_like(t, -1, -1, dev, none, -1, out);
+}
+
+disp_status ag_zeros_sized(disp_tensor *like, const int64_t *sizes, int ndim, disp_tensor **out) {
+  disp_int_list l = {sizes, (size_t)ndim};
+  disp_opt_bool none = {false, false};
+  return disp_aten_zeros(l, (int32_t)disp_tensor_dtype(like), -1, opt_device(disp_tensor_device(like)), none, out);
+}
+
+int64_t ag_wrap_dim(int64_t dim, int ndim) {
+  int64_t n = ndim > 0 ? ndim : 1;
+  return dim < 0 ? dim + n : dim;
+}
+
 /* PyTorch's at::sum_to: sums the leading dimensions grad has beyond
  * `sizes`, and those where sizes has 1 and grad does not. */
 disp_status ag_sum_to(disp_tensor *grad, const int64_t *sizes, int ndim, disp_tensor **out) {

@@ -91,11 +91,77 @@ static disp_status mean_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tens
   return st;
 }
 
+/* amax: grad / (number of maxima) at every maximum, 0 elsewhere (1.13's
+ * scale_grad_by_count over restore_reduced_dims). Saved: self, result. */
+static disp_status amax_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  if (!ag_needs(c, 0)) return DISP_OK;
+  disp_tensor *gu = NULL, *ru = NULL, *mask = NULL, *count = NULL, *share = NULL;
+  disp_opt_int_list dims = {ag_int_list(c, 1), true};
+  disp_status st = unsqueeze_reduced(c, g[0], 1, 2, &gu);
+  if (st == DISP_OK) st = unsqueeze_reduced(c, ag_saved(c, 1), 1, 2, &ru);
+  if (st == DISP_OK) st = disp_aten_eq_Tensor(ru, ag_saved(c, 0), &mask);
+  if (st == DISP_OK) st = disp_aten_sum_dim_IntList(mask, dims, true, -1, &count);
+  if (st == DISP_OK) st = disp_aten_div_Tensor(gu, count, &share);
+  if (st == DISP_OK) st = disp_aten_mul_Tensor(share, mask, &out[0]);
+  disp_tensor_release(gu), disp_tensor_release(ru), disp_tensor_release(mask);
+  disp_tensor_release(count), disp_tensor_release(share);
+  return st;
+}
+
+/* A bool mask of the input's shape, true where `index` (size 1 at dim d)
+ * names the position along d: 1.13's scatter of grad by indices, built as
+ * arange(size) == index so that it needs no scatter kernel. */
+static disp_status index_mask(ag_ctx *c, disp_tensor *index, int64_t d, disp_tensor **out) {
+  int nd;
+  const int64_t *sizes = ag_input_sizes(c, 0, &nd);
+  int64_t shape[64];
+  for (int i = 0; i < nd && i < 64; i++) shape[i] = i == d ? sizes[i] : 1;
+  disp_opt_device dev = {(int32_t)ag_input_device(c, 0).type, ag_input_device(c, 0).index, true};
+  disp_opt_bool none = {false, false};
+  disp_tensor *r = NULL, *rv = NULL;
+  disp_status st = disp_aten_arange(disp_scalar_int(sizes[d]), DISP_DTYPE_INT64, -1, dev, none, &r);
+  if (st == DISP_OK) st = disp_aten_view(r, (disp_int_list){shape, (size_t)nd}, &rv);
+  if (st == DISP_OK) st = disp_aten_eq_Tensor(rv, index, out);
+  disp_tensor_release(r), disp_tensor_release(rv);
+  return st;
+}
+
+/* t.unsqueeze(d), or t itself when keepdim kept d. */
+static disp_status unsqueeze_unless(disp_tensor *t, int keep, int64_t d, disp_tensor **out) {
+  if (!keep) return disp_aten_unsqueeze(t, d, out);
+  *out = disp_tensor_retain(t);
+  return DISP_OK;
+}
+
+/* max.dim: grad goes to the position indices (saved result1) names
+ * (1.13's value_selecting_reduction_backward); indices get none. */
+static disp_status max_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  if (!ag_needs(c, 0) || !g[0]) return DISP_OK;
+  int nd;
+  ag_input_sizes(c, 0, &nd);
+  if (nd == 0 || nd > 64) {
+    out[0] = disp_tensor_retain(g[0]);
+    return DISP_OK;
+  }
+  int64_t d = ag_wrap_dim(ag_int(c, 1), nd);
+  int keep = ag_bool(c, 2);
+  disp_tensor *gu = NULL, *iu = NULL, *mask = NULL, *zero = NULL;
+  disp_status st = unsqueeze_unless(g[0], keep, d, &gu);
+  if (st == DISP_OK) st = unsqueeze_unless(ag_saved(c, 0), keep, d, &iu);
+  if (st == DISP_OK) st = index_mask(c, iu, d, &mask);
+  if (st == DISP_OK) st = ag_scalar_like(g[0], disp_scalar_int(0), &zero);
+  if (st == DISP_OK) st = disp_aten_where_self(mask, gu, zero, &out[0]);
+  disp_tensor_release(gu), disp_tensor_release(iu), disp_tensor_release(mask), disp_tensor_release(zero);
+  return st;
+}
+
 static const ag_formula formulas[] = {
     {"aten::sum", "SumBackward0", "self", "", sum_backward, NULL},
     {"aten::sum.dim_IntList", "SumBackward1", "self", "", sum_dim_backward, NULL},
     {"aten::mean", "MeanBackward0", "self", "", mean_backward, NULL},
     {"aten::mean.dim", "MeanBackward1", "self", "", mean_dim_backward, NULL},
+    {"aten::amax", "AmaxBackward0", "self", "self,result", amax_backward, NULL},
+    {"aten::max.dim", "MaxBackward0", "self", "result1", max_dim_backward, "result1"},
 };
 
 const ag_formula_set disp__ag_formulas_reduce = {formulas, sizeof formulas / sizeof *formulas};

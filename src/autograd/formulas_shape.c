@@ -24,11 +24,50 @@ static disp_status expand_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor
   return DISP_OK;
 }
 
+/* permute: grad.permute(the inverse permutation). */
+static disp_status permute_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  if (!ag_needs(c, 0)) return DISP_OK;
+  disp_int_list dims = ag_int_list(c, 1);
+  int64_t inv[64] = {0};
+  if (dims.len > 64) return disp_aten_permute(g[0], dims, &out[0]); /* unreachable: ndim <= 64 */
+  for (size_t i = 0; i < dims.len; i++) {
+    int64_t d = ag_wrap_dim(dims.data[i], (int)dims.len);
+    if (d >= 0 && d < (int64_t)dims.len) inv[d] = (int64_t)i; /* the forward refused others */
+  }
+  return disp_aten_permute(g[0], (disp_int_list){inv, dims.len}, &out[0]);
+}
+
+/* transpose.int: grad.transpose(dim0, dim1). */
+static disp_status transpose_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  return ag_needs(c, 0) ? disp_aten_transpose_int(g[0], ag_int(c, 1), ag_int(c, 2), &out[0]) : DISP_OK;
+}
+
+/* unsqueeze: grad.squeeze(dim). */
+static disp_status unsqueeze_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  return ag_needs(c, 0) ? disp_aten_squeeze_dim(g[0], ag_int(c, 1), &out[0]) : DISP_OK;
+}
+
+/* squeeze.dim: 1.13's unsqueeze_to - grad.unsqueeze(dim) when self had
+ * size 1 there (the dim was squeezed), else grad. */
+static disp_status squeeze_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  if (!ag_needs(c, 0)) return DISP_OK;
+  int nd;
+  const int64_t *sizes = ag_input_sizes(c, 0, &nd);
+  int64_t d = ag_wrap_dim(ag_int(c, 1), nd);
+  if (nd > 0 && d >= 0 && d < nd && sizes[d] == 1) return disp_aten_unsqueeze(g[0], d, &out[0]);
+  out[0] = disp_tensor_retain(g[0]);
+  return DISP_OK;
+}
+
 static const ag_formula formulas[] = {
     {"aten::t", "TBackward0", "self", "", t_backward, NULL},
     {"aten::view", "ViewBackward0", "self", "", reshape_backward, NULL},
     {"aten::_reshape_alias", "ReshapeAliasBackward0", "self", "", reshape_backward, NULL},
     {"aten::expand", "ExpandBackward0", "self", "", expand_backward, NULL},
+    {"aten::permute", "PermuteBackward0", "self", "", permute_backward, NULL},
+    {"aten::transpose.int", "TransposeBackward0", "self", "", transpose_backward, NULL},
+    {"aten::unsqueeze", "UnsqueezeBackward0", "self", "", unsqueeze_backward, NULL},
+    {"aten::squeeze.dim", "SqueezeBackward1", "self", "", squeeze_dim_backward, NULL},
 };
 
 const ag_formula_set disp__ag_formulas_shape = {formulas, sizeof formulas / sizeof *formulas};

@@ -14,6 +14,8 @@
 static const ag_formula_set *const sets[] = {
     &disp__ag_formulas_pointwise, &disp__ag_formulas_reduce, &disp__ag_formulas_linalg,
     &disp__ag_formulas_nn,        &disp__ag_formulas_conv,   &disp__ag_formulas_shape,
+    &disp__ag_formulas_select,    &disp__ag_formulas_copy,   &disp__ag_formulas_index,
+    &disp__ag_formulas_strided,
 };
 
 static const ag_formula *formula_for(const char *op) {
@@ -86,6 +88,10 @@ void disp__aten_impl_autograd(disp_library *m) {
 
 int disp__ag_requires_grad(const disp_tensor *t) {
   return t && disp_tensor_requires_grad(t) && disp_grad_mode_enabled();
+}
+
+int disp__ag_written_requires_grad(const disp_tensor *t) {
+  return disp__ag_requires_grad(t) || (t && disp_grad_mode_enabled() && disp__view_base_requires_grad(t));
 }
 
 int disp__ag_list_requires_grad(disp_tensor_list l) {

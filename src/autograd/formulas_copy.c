@@ -1,0 +1,40 @@
+/*
+ * formulas_copy.c - derivatives of the copying and overwriting operators
+ * (1.13's derivatives.yaml, and CopyBackwards of its VariableTypeManual
+ * for copy_). A copy passes grad through; the engine casts it to the
+ * input's dtype and sums it to the input's shape (_to_copy's
+ * _to_copy_backward, copy_'s broadcast src). An overwritten value gets
+ * zeros: nothing of it is left in the result.
+ */
+#include "formula.h"
+
+/* _to_copy, clone: grad. */
+static disp_status pass_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  if (ag_needs(c, 0)) out[0] = disp_tensor_retain(g[0]);
+  return DISP_OK;
+}
+
+/* fill_.Scalar, zero_: self gets zeros_like(grad). */
+static disp_status overwrite_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  return ag_needs(c, 0) ? ag_zeros_like(g[0], &out[0]) : DISP_OK;
+}
+
+/* copy_(self, src): self gets zeros_like(grad), src gets grad. */
+static disp_status copy_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+  disp_status st = DISP_OK;
+  if (ag_needs(c, 0)) st = ag_zeros_like(g[0], &out[0]);
+  if (st == DISP_OK && ag_needs(c, 1)) out[1] = disp_tensor_retain(g[0]);
+  return st;
+}
+
+/* fill_.Scalar is FillBackward2: fill.Scalar and fill.Tensor come first
+ * in 1.13's derivatives.yaml. */
+static const ag_formula formulas[] = {
+    {"aten::_to_copy", "ToCopyBackward0", "self", "", pass_backward, NULL},
+    {"aten::clone", "CloneBackward0", "self", "", pass_backward, NULL},
+    {"aten::copy_", "CopyBackwards", "self,src", "", copy_backward, NULL},
+    {"aten::fill_.Scalar", "FillBackward2", "self", "", overwrite_backward, NULL},
+    {"aten::zero_", "ZeroBackward0", "self", "", overwrite_backward, NULL},
+};
+
+const ag_formula_set disp__ag_formulas_copy = {formulas, sizeof formulas / sizeof *formulas};
