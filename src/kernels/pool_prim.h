@@ -26,7 +26,12 @@ typedef struct PP(max_job) {
  * still sees its taps in the serial order, so the results are the same. */
 static void PP(max_row_inner)(const pool_geom *g, pool_taps r, const CT *xp, CT *y, int64_t *ix, int64_t o0,
                               int64_t o1) {
-  enum { CHUNK = 64 };
+  enum { CHUNK = 64, TAPS = 256 };
+  if (o0 >= o1) return; /* no inside windows: the offsets below may not fit */
+  /* each tap's offset from the window's first, so indices need no
+   * division (windows of up to TAPS taps, the usual ones) */
+  int64_t offs[TAPS], *off = r.n * g->kw <= TAPS ? offs : NULL;
+  for (int64_t t = 0; off && t < r.n * g->kw; t++) off[t] = (t / g->kw) * g->dh * g->iw + (t % g->kw) * g->dw;
   for (int64_t c0 = o0; c0 < o1; c0 += CHUNK) {
     int64_t m = o1 - c0 < CHUNK ? o1 - c0 : CHUNK, sw = g->sw;
     CT mv[CHUNK];
@@ -43,10 +48,13 @@ static void PP(max_row_inner)(const pool_geom *g, pool_taps r, const CT *xp, CT 
           bt[i] = take ? t : bt[i];
         }
       }
-    for (int64_t i = 0; i < m; i++) {
-      int64_t a = bt[i] / g->kw, b = bt[i] % g->kw;
-      y[c0 + i] = mv[i];
-      ix[c0 + i] = (r.first + a * g->dh) * g->iw + b * g->dw - g->pw + (c0 + i) * sw;
+    memcpy(y + c0, mv, sizeof(CT) * (size_t)m);
+    int64_t first = r.first * g->iw - g->pw + c0 * sw;
+    if (off) {
+      for (int64_t i = 0; i < m; i++) ix[c0 + i] = first + off[bt[i]] + i * sw;
+    } else {
+      for (int64_t i = 0; i < m; i++)
+        ix[c0 + i] = first + (bt[i] / g->kw) * g->dh * g->iw + (bt[i] % g->kw) * g->dw + i * sw;
     }
   }
 }
