@@ -239,6 +239,75 @@ TEST(max_pool_nan_and_channels_last) {
   return 0;
 }
 
+/* max_pool2d's float32 forward and backward against a direct loop over
+ * every window (ties: the first tap wins; nan wins; an all -inf window
+ * reports its first tap). Inputs are multiples of 1/8, so ties are common;
+ * rows wider than the kernel's 64-output chunks are included. */
+static void naive_pool(const float *x, int64_t planes, int64_t ih, int64_t iw, const int64_t *k, const int64_t *s,
+                       const int64_t *p, const int64_t *d, int64_t oh, int64_t ow, float *y, int64_t *ix) {
+  for (int64_t pl = 0; pl < planes; pl++)
+    for (int64_t a = 0; a < oh; a++)
+      for (int64_t b = 0; b < ow; b++) {
+        float mv = -INFINITY;
+        int64_t best = -1;
+        for (int64_t i = 0; i < k[0]; i++)
+          for (int64_t j = 0; j < k[1]; j++) {
+            int64_t h = a * s[0] - p[0] + i * d[0], w = b * s[1] - p[1] + j * d[1];
+            if (h < 0 || h >= ih || w < 0 || w >= iw) continue;
+            float v = x[pl * ih * iw + h * iw + w];
+            if (best < 0) best = h * iw + w; /* the first tap inside */
+            if (v > mv || isnan(v)) mv = v, best = h * iw + w;
+          }
+        y[(pl * oh + a) * ow + b] = mv;
+        ix[(pl * oh + a) * ow + b] = best;
+      }
+}
+
+static int check_pool_f32(const int64_t *xs, const int64_t *k, const int64_t *s, const int64_t *p, const int64_t *d,
+                          bool ceil_mode) {
+  disp_tensor *x = NULL, *o = NULL, *idx = NULL, *gi = NULL;
+  ASSERT_OK(disp_tensor_empty(xs, 4, DISP_DTYPE_FLOAT32, cpu(), &x));
+  float *xp = disp_tensor_data_ptr(x);
+  int64_t n = disp_tensor_numel(x);
+  for (int64_t i = 0; i < n; i++) xp[i] = (float)rnd8();
+  xp[7] = NAN, xp[n / 2] = NAN;
+  for (int64_t i = 0; i < 3 * xs[3]; i++) xp[n - 1 - i] = -INFINITY; /* the last plane's last rows */
+  ASSERT_OK(disp_aten_max_pool2d_with_indices(x, il(k, 2), il(s, 2), il(p, 2), il(d, 2), ceil_mode, &o, &idx));
+  const int64_t *os = disp_tensor_sizes(o);
+  int64_t m = disp_tensor_numel(o), planes = xs[0] * xs[1];
+  float *ry = malloc(sizeof(float) * (size_t)m), *rg = calloc((size_t)n, sizeof(float));
+  int64_t *ri = malloc(sizeof(int64_t) * (size_t)m);
+  naive_pool(xp, planes, xs[2], xs[3], k, s, p, d, os[2], os[3], ry, ri);
+  const float *y = disp_tensor_data_ptr(o);
+  const int64_t *ix = disp_tensor_data_ptr(idx);
+  for (int64_t i = 0; i < m; i++) {
+    ASSERT_TRUE(isnan(ry[i]) ? isnan(y[i]) : y[i] == ry[i]);
+    ASSERT_EQ_INT(ix[i], ri[i]);
+  }
+  /* backward: grads gathered in output order, summed in float */
+  for (int64_t i = 0; i < m; i++) ((float *)disp_tensor_data_ptr(o))[i] = (float)rnd8();
+  ASSERT_OK(disp_aten_max_pool2d_with_indices_backward(o, x, il(k, 2), il(s, 2), il(p, 2), il(d, 2), ceil_mode, idx, &gi));
+  int64_t plane_out = os[2] * os[3], plane_in = xs[2] * xs[3];
+  for (int64_t i = 0; i < m; i++) rg[(i / plane_out) * plane_in + ri[i]] += y[i];
+  const float *g = disp_tensor_data_ptr(gi);
+  for (int64_t i = 0; i < n; i++) ASSERT_TRUE(g[i] == rg[i]);
+  free(ry), free(rg), free(ri);
+  disp_tensor_release(x), disp_tensor_release(o), disp_tensor_release(idx), disp_tensor_release(gi);
+  return 0;
+}
+
+TEST(max_pool_float32_matches_direct_loop) {
+  int64_t wide[4] = {2, 3, 6, 150}, sq[4] = {1, 4, 13, 11};
+  int64_t k2[2] = {2, 2}, k3[2] = {3, 3}, k23[2] = {2, 3}, s1[2] = {1, 1}, s2[2] = {2, 2}, s13[2] = {1, 3};
+  int64_t p0[2] = {0, 0}, p1[2] = {1, 1}, d1[2] = {1, 1}, d2[2] = {2, 2}, d21[2] = {2, 1};
+  if (check_pool_f32(wide, k2, s2, p0, d1, false)) return 1;
+  if (check_pool_f32(wide, k3, s1, p1, d1, false)) return 1;
+  if (check_pool_f32(sq, k3, s2, p1, d1, true)) return 1;
+  if (check_pool_f32(sq, k3, s1, p1, d2, true)) return 1;
+  if (check_pool_f32(sq, k23, s13, p1, d21, true)) return 1;
+  return 0;
+}
+
 TEST(seeded_random_is_reproducible) {
   int64_t sz[2] = {3, 5};
   disp_int_list s = {sz, 2};
@@ -276,6 +345,7 @@ TEST_LIST = {TEST_ENTRY(conv_matches_naive_and_adjoints),
              TEST_ENTRY(meta_geometry_matches_cpu),
              TEST_ENTRY(conv_errors),
              TEST_ENTRY(max_pool_nan_and_channels_last),
+             TEST_ENTRY(max_pool_float32_matches_direct_loop),
              TEST_ENTRY(seeded_random_is_reproducible),
              TEST_END};
 TEST_MAIN()

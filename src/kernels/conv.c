@@ -401,9 +401,9 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
   geom gm;
   make_geom(&pr, input->sizes, osz, weight, &gm);
   disp_dtype ct = compute_dtype(input);
-  size_t csz = disp_dtype_itemsize(ct);
-  void *x = disp__conv_load_as(input, ct), *w = disp__conv_load_as(weight, ct);
-  void *y = malloc(csz * (size_t)out->numel);
+  void *xo = NULL, *wo = NULL, *yo = NULL;
+  const void *x = disp__conv_view_as(input, ct, &xo), *w = disp__conv_view_as(weight, ct, &wo);
+  void *y = disp__conv_out_as(out, ct, &yo);
   if (!x || !w || !y) {
     st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   } else {
@@ -425,8 +425,8 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
     add_bias(ct, y, bv, osz[0], osz[1], sp);
   }
   free(bv);
-  if (st == DISP_OK) disp__conv_store_from(out, y, ct);
-  free(x), free(w), free(y);
+  disp__conv_out_done(out, yo, ct, st == DISP_OK);
+  free(xo), free(wo);
   if (st != DISP_OK) {
     disp_tensor_release(out);
     return st;
@@ -461,6 +461,28 @@ static disp_status conv_empty_backward(disp_tensor *input, disp_tensor *weight, 
     return st;
   }
   *out0 = gi, *out1 = gw, *out2 = gb;
+  return DISP_OK;
+}
+
+/* One gradient of convolution_backward: primitive prim of a and b into t. */
+static disp_status backward_one(const char *op, disp_tensor *t, disp_dtype ct, int prim, const geom *gm,
+                                const void *a, const void *b) {
+  void *ro = NULL, *r = disp__conv_out_as(t, ct, &ro);
+  disp_status st = r ? run_prim_as(ct, prim, gm, a, b, r) : disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+  disp__conv_out_done(t, ro, ct, st == DISP_OK);
+  return st;
+}
+
+/* The bias gradient into gb: dy (n x c x sp) summed over samples and
+ * spatial positions. */
+static disp_status backward_bias(const char *op, disp_tensor *gb, disp_dtype ct, const void *dy, int64_t n,
+                                 int64_t c, int64_t sp) {
+  void *ro = NULL, *r = disp__conv_out_as(gb, ct, &ro);
+  if (!r) return disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+  memset(r, 0, disp_dtype_itemsize(ct) * (size_t)c);
+  if (ct == DISP_DTYPE_FLOAT32) sum_bias_f32(r, dy, n, c, sp);
+  else sum_bias_f64(r, dy, n, c, sp);
+  disp__conv_out_done(gb, ro, ct, 1);
   return DISP_OK;
 }
 
@@ -518,34 +540,19 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
     geom gm;
     make_geom(&pr, input->sizes, osz, weight, &gm);
     disp_dtype ct = compute_dtype(input);
-    size_t csz = disp_dtype_itemsize(ct);
-    void *x = disp__conv_load_as(input, ct), *w = disp__conv_load_as(weight, ct);
-    void *dy = disp__conv_load_as(grad_output, ct), *r = NULL;
+    void *xo = NULL, *wo = NULL, *dyo = NULL;
+    const void *x = disp__conv_view_as(input, ct, &xo), *w = disp__conv_view_as(weight, ct, &wo);
+    const void *dy = disp__conv_view_as(grad_output, ct, &dyo);
     if (!x || !w || !dy) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-    if (st == DISP_OK && gi) {
-      if (!(r = malloc(csz * (size_t)(gi->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-      else if ((st = run_prim_as(ct, transposed ? PRIM_FWD : PRIM_BWD_IN, &gm, dy, w, r)) == DISP_OK)
-        disp__conv_store_from(gi, r, ct);
-      free(r);
-    }
-    if (st == DISP_OK && gw) {
-      if (!(r = malloc(csz * (size_t)(gw->numel + 1)))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-      else if ((st = transposed ? run_prim_as(ct, PRIM_BWD_W, &gm, dy, x, r)
-                                : run_prim_as(ct, PRIM_BWD_W, &gm, x, dy, r)) == DISP_OK)
-        disp__conv_store_from(gw, r, ct);
-      free(r);
-    }
+    if (st == DISP_OK && gi)
+      st = backward_one(op, gi, ct, transposed ? PRIM_FWD : PRIM_BWD_IN, &gm, dy, w);
+    if (st == DISP_OK && gw)
+      st = transposed ? backward_one(op, gw, ct, PRIM_BWD_W, &gm, dy, x) : backward_one(op, gw, ct, PRIM_BWD_W, &gm, x, dy);
     if (st == DISP_OK && gb) {
       int64_t c = osz[1], sp = grad_output->numel / (osz[0] * c > 0 ? osz[0] * c : 1);
-      if (!(r = calloc((size_t)c + 1, csz))) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-      else {
-        if (ct == DISP_DTYPE_FLOAT32) sum_bias_f32(r, dy, osz[0], c, sp);
-        else sum_bias_f64(r, dy, osz[0], c, sp);
-        disp__conv_store_from(gb, r, ct);
-      }
-      free(r);
+      st = backward_bias(op, gb, ct, dy, osz[0], c, sp);
     }
-    free(x), free(w), free(dy);
+    free(xo), free(wo), free(dyo);
   }
   if (st != DISP_OK) {
     disp_tensor_release(gi), disp_tensor_release(gw), disp_tensor_release(gb);

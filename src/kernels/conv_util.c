@@ -82,3 +82,25 @@ void disp__conv_store_from(disp_tensor *t, const void *v, disp_dtype ct) {
 double *disp__conv_load(const disp_tensor *t) { return disp__conv_load_as(t, DISP_DTYPE_FLOAT64); }
 
 void disp__conv_store(disp_tensor *t, const double *v) { disp__conv_store_from(t, v, DISP_DTYPE_FLOAT64); }
+
+/* Whether t's own data is already the row-major array of ct. */
+static int direct(const disp_tensor *t, disp_dtype ct) {
+  return t->numel > 0 && t->dtype == ct && disp_tensor_is_contiguous(t);
+}
+
+const void *disp__conv_view_as(const disp_tensor *t, disp_dtype ct, void **owned) {
+  *owned = NULL;
+  if (direct(t, ct)) return disp_tensor_data_ptr(t);
+  return *owned = disp__conv_load_as(t, ct);
+}
+
+void *disp__conv_out_as(disp_tensor *t, disp_dtype ct, void **owned) {
+  *owned = NULL;
+  if (direct(t, ct)) return disp_tensor_data_ptr(t);
+  return *owned = malloc(disp_dtype_itemsize(ct) * (size_t)(t->numel > 0 ? t->numel : 1));
+}
+
+void disp__conv_out_done(disp_tensor *t, void *owned, disp_dtype ct, int store) {
+  if (owned && store) disp__conv_store_from(t, owned, ct);
+  free(owned);
+}

@@ -42,4 +42,16 @@ void disp__conv_store(disp_tensor *t, const double *v);
 void *disp__conv_load_as(const disp_tensor *t, disp_dtype ct);
 void disp__conv_store_from(disp_tensor *t, const void *v, disp_dtype ct);
 
+/* t's elements as a row-major array of ct without a copy when t is
+ * contiguous of dtype ct (its own data; *owned NULL), else a malloc'd
+ * copy (*owned, which the caller frees). NULL on OOM. Read only. */
+const void *disp__conv_view_as(const disp_tensor *t, disp_dtype ct, void **owned);
+
+/* Where to write t's row-major elements in ct: t's own data when it is
+ * contiguous of dtype ct (*owned NULL), else a malloc'd buffer (*owned);
+ * NULL on OOM. disp__conv_out_done then stores an owned buffer into t
+ * (when store) and frees it. */
+void *disp__conv_out_as(disp_tensor *t, disp_dtype ct, void **owned);
+void disp__conv_out_done(disp_tensor *t, void *owned, disp_dtype ct, int store);
+
 #endif /* DISP_KERNELS_CONV_UTIL_H */

@@ -58,8 +58,28 @@ static int64_t first_tap(int64_t s, int64_t d) {
   return r == 0 ? 0 : d - r;
 }
 
-/* The tap after t, or end when it would reach past end (t + d may pass int64). */
-static int64_t next_tap(int64_t t, int64_t end, int64_t d) { return end - t > d ? t + d : end; }
+/* The taps of one window along one dim: first, first + d, ... (n of them,
+ * all inside [0, in)). first may lie past the input when n is 0. */
+typedef struct pool_taps {
+  int64_t first, n;
+} pool_taps;
+
+static pool_taps window_taps(int64_t s, int64_t k, int64_t d, int64_t in) {
+  int64_t end = window_end(s, k, d, in);
+  pool_taps t = {first_tap(s, d), 0};
+  if (t.first < end) t.n = (end - t.first - 1) / d + 1;
+  return t;
+}
+
+/* The index a window reports when no tap beats -inf: its first tap,
+ * r.first * iw + c.first (1.13's, also for an empty window, all taps in
+ * the padding); where that passes int64 it is -1 here. */
+static int64_t empty_index(pool_taps r, pool_taps c, int64_t iw) {
+  int64_t i;
+  if (r.n > 0 && c.n > 0) return r.first * iw + c.first; /* inside the plane */
+  if (disp__mul_i64(r.first, iw, &i) || disp__add_i64(i, c.first, &i)) return -1;
+  return i;
+}
 
 static disp_status pair(const char *what, disp_int_list l, int allow_empty, int64_t dflt0, int64_t dflt1,
                         int64_t *a, int64_t *b) {
@@ -170,46 +190,53 @@ disp_status disp__meta_max_pool2d_with_indices(disp_tensor *self, disp_int_list 
   return alloc_outs(&g, self, out0, out1);
 }
 
-/* Planes [lo, hi) of max_pool2d's forward: each writes only its own
- * outputs, so the planes run on the library's threads. */
-typedef struct max_job {
-  const pool_geom *g;
-  const double *x;
-  double *y;
-  int64_t *ix;
-} max_job;
-
-static void max_planes(int64_t lo, int64_t hi, void *arg) {
-  const max_job *j = arg;
-  const pool_geom *g = j->g;
-  for (int64_t p = lo; p < hi; p++) {
-    const double *xp = j->x + p * g->ih * g->iw;
-    for (int64_t oh = 0; oh < g->oh; oh++)
-      for (int64_t ow = 0; ow < g->ow; ow++) {
-        int64_t hs = oh * g->sh - g->ph, ws = ow * g->sw - g->pw;
-        int64_t he = window_end(hs, g->kh, g->dh, g->ih), we = window_end(ws, g->kw, g->dw, g->iw);
-        hs = first_tap(hs, g->dh), ws = first_tap(ws, g->dw);
-        /* 1.13's index of an empty window (all taps in the padding) is
-         * hs * iw + ws; where that passes int64 it is -1 here */
-        int64_t best;
-        if (disp__mul_i64(hs, g->iw, &best) || disp__add_i64(best, ws, &best)) best = -1;
-        double mv = -INFINITY;
-        for (int64_t h = hs; h < he; h = next_tap(h, he, g->dh))
-          for (int64_t w = ws; w < we; w = next_tap(w, we, g->dw)) {
-            double v = xp[h * g->iw + w];
-            if (v > mv || isnan(v)) mv = v, best = h * g->iw + w;
-          }
-        int64_t o = (p * g->oh + oh) * g->ow + ow;
-        j->y[o] = mv;
-        j->ix[o] = best;
-      }
-  }
-}
+/* The loops, once per compute type: float for float32 tensors (1.13's
+ * float32 kernels compare and accumulate in float), double for the rest. */
+#define CT float
+#define CSFX _f32
+#include "pool_prim.h"
+#define CT double
+#define CSFX _f64
+#include "pool_prim.h"
 
 /* Least planes per thread: about DISP_GRAIN_SIZE window taps. */
 static int64_t plane_grain(const pool_geom *g) {
   double per = (double)g->oh * (double)g->ow * (double)g->kh * (double)g->kw; /* int64 may overflow */
   return per >= DISP_GRAIN_SIZE ? 1 : DISP_GRAIN_SIZE / (int64_t)(per > 1 ? per : 1) + 1;
+}
+
+/* The compute type: float for float32, double for the rest (exact for bfloat16). */
+static disp_dtype pool_ct(disp_dtype dt) { return dt == DISP_DTYPE_FLOAT32 ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64; }
+
+/* The windows of every output row and column (the same for every plane). */
+static pool_taps *make_taps(const pool_geom *g) {
+  pool_taps *t = malloc(sizeof(pool_taps) * (size_t)(g->oh + g->ow));
+  for (int64_t i = 0; t && i < g->oh; i++) t[i] = window_taps(i * g->sh - g->ph, g->kh, g->dh, g->ih);
+  for (int64_t i = 0; t && i < g->ow; i++) t[g->oh + i] = window_taps(i * g->sw - g->pw, g->kw, g->dw, g->iw);
+  return t;
+}
+
+/* [*lo, *hi): the output columns whose windows are all inside the input
+ * (kw taps starting at ow * sw - pw); they are consecutive. */
+static void inner_columns(const pool_geom *g, const pool_taps *cols, int64_t *lo, int64_t *hi) {
+  int64_t a = 0, b;
+  while (a < g->ow && !(cols[a].n == g->kw && cols[a].first == a * g->sw - g->pw)) a++;
+  for (b = a; b < g->ow && cols[b].n == g->kw && cols[b].first == b * g->sw - g->pw;) b++;
+  *lo = a, *hi = b;
+}
+
+/* max_pool2d's forward in compute type ct over x into y and ix. */
+static void max_pool_run(const pool_geom *g, disp_dtype ct, const pool_taps *t, const void *x, void *y, int64_t *ix) {
+  int64_t np = g->nbatch * g->planes, grain = plane_grain(g);
+  int64_t lo, hi;
+  inner_columns(g, t + g->oh, &lo, &hi);
+  if (ct == DISP_DTYPE_FLOAT32) {
+    max_job_f32 j = {g, t, t + g->oh, lo, hi, x, y, ix};
+    disp__parallel_for(0, np, grain, max_planes_f32, &j);
+  } else {
+    max_job_f64 j = {g, t, t + g->oh, lo, hi, x, y, ix};
+    disp__parallel_for(0, np, grain, max_planes_f64, &j);
+  }
 }
 
 disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list kernel_size,
@@ -223,21 +250,21 @@ disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list k
   if (st != DISP_OK) return st;
   disp_tensor *out, *idx;
   if ((st = alloc_outs(&g, self, &out, &idx)) != DISP_OK) return st;
-  double *x = disp__conv_load(self);
-  double *y = malloc(sizeof(double) * (size_t)(out->numel + 1));
-  int64_t *ix = malloc(sizeof(int64_t) * (size_t)(out->numel + 1));
-  if (!x || !y || !ix) {
-    free(x), free(y), free(ix);
+  disp_dtype ct = pool_ct(self->dtype);
+  void *xo = NULL, *yo = NULL, *io = NULL;
+  const void *x = disp__conv_view_as(self, ct, &xo);
+  void *y = disp__conv_out_as(out, ct, &yo);
+  int64_t *ix = disp__conv_out_as(idx, DISP_DTYPE_INT64, &io);
+  pool_taps *t = make_taps(&g);
+  if (x && y && ix && t) max_pool_run(&g, ct, t, x, y, ix);
+  else st = disp_set_error(DISP_ERR_NO_MEMORY, "max_pool2d_with_indices: out of memory");
+  free(t), free(xo);
+  disp__conv_out_done(out, yo, ct, st == DISP_OK);
+  disp__conv_out_done(idx, io, DISP_DTYPE_INT64, st == DISP_OK);
+  if (st != DISP_OK) {
     disp_tensor_release(out), disp_tensor_release(idx);
-    return disp_set_error(DISP_ERR_NO_MEMORY, "max_pool2d_with_indices: out of memory");
+    return st;
   }
-  max_job j = {&g, x, y, ix};
-  disp__parallel_for(0, g.nbatch * g.planes, plane_grain(&g), max_planes, &j);
-  disp__conv_store(out, y);
-  /* indices: same layout as out, written through the same row-major walk */
-  for (int64_t i = 0; i < idx->numel; i++) y[i] = (double)ix[i];
-  disp__conv_store(idx, y);
-  free(x), free(y), free(ix);
   *out0 = out;
   *out1 = idx;
   return DISP_OK;
@@ -280,32 +307,17 @@ disp_status disp__meta_max_pool2d_with_indices_backward(disp_tensor *grad_output
   return disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, out0);
 }
 
-/* Planes [lo, hi) of the backward: dx of a plane gathers only its own
- * grads, in the serial order. The first bad index (lowest position) is
- * kept for the message, as a serial walk would stop at it. */
-typedef struct scatter_job {
-  const pool_geom *g;
-  const double *dy, *ix;
-  double *dx;
-  _Atomic int64_t first_bad;
-} scatter_job;
-
-static void scatter_planes(int64_t lo, int64_t hi, void *arg) {
-  scatter_job *j = arg;
-  int64_t plane_in = j->g->ih * j->g->iw, plane_out = j->g->oh * j->g->ow;
-  for (int64_t p = lo; p < hi; p++)
-    for (int64_t o = 0; o < plane_out; o++) {
-      int64_t q = p * plane_out + o;
-      /* range-checked as a double: converting one past int64 is undefined */
-      double kd = j->ix[q];
-      if (!(kd >= 0 && kd < (double)plane_in)) {
-        int64_t seen = atomic_load(&j->first_bad);
-        while (q < seen && !atomic_compare_exchange_weak(&j->first_bad, &seen, q)) {
-        }
-        return;
-      }
-      j->dx[p * plane_in + (int64_t)kd] += j->dy[q];
-    }
+/* The scatter in compute type ct; the first bad position, or INT64_MAX. */
+static int64_t scatter_run(const pool_geom *g, disp_dtype ct, const void *dy, const int64_t *ix, void *dx) {
+  int64_t np = g->nbatch * g->planes, grain = plane_grain(g);
+  if (ct == DISP_DTYPE_FLOAT32) {
+    scatter_job_f32 j = {g, dy, ix, dx, INT64_MAX};
+    disp__parallel_for(0, np, grain, scatter_planes_f32, &j);
+    return atomic_load(&j.first_bad);
+  }
+  scatter_job_f64 j = {g, dy, ix, dx, INT64_MAX};
+  disp__parallel_for(0, np, grain, scatter_planes_f64, &j);
+  return atomic_load(&j.first_bad);
 }
 
 disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output, disp_tensor *self,
@@ -322,21 +334,22 @@ disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output,
   disp_tensor *gi;
   if ((st = disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, &gi)) != DISP_OK)
     return st;
-  double *dy = disp__conv_load(grad_output), *ix = disp__conv_load(indices);
-  double *dx = calloc((size_t)(gi->numel + 1), sizeof(double));
-  if (!dy || !ix || !dx) {
-    free(dy), free(ix), free(dx);
-    disp_tensor_release(gi);
-    return disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+  disp_dtype ct = pool_ct(self->dtype);
+  void *dyo = NULL, *ixo = NULL, *dxo = NULL;
+  const void *dy = disp__conv_view_as(grad_output, ct, &dyo);
+  const int64_t *ix = disp__conv_view_as(indices, DISP_DTYPE_INT64, &ixo);
+  void *dx = disp__conv_out_as(gi, ct, &dxo);
+  if (!dy || !ix || !dx) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+  if (st == DISP_OK) {
+    memset(dx, 0, disp_dtype_itemsize(ct) * (size_t)gi->numel);
+    int64_t bad = scatter_run(&g, ct, dy, ix, dx);
+    if (bad != INT64_MAX)
+      /* printed as a double, as before (INT64_MAX shows as 2^63) */
+      st = FAIL("%s: index %.0f is out of bounds for an input plane of %lld elements", op, (double)ix[bad],
+                (long long)(g.ih * g.iw));
   }
-  scatter_job j = {&g, dy, ix, dx, INT64_MAX};
-  disp__parallel_for(0, g.nbatch * g.planes, plane_grain(&g), scatter_planes, &j);
-  int64_t bad = atomic_load(&j.first_bad);
-  if (bad != INT64_MAX)
-    st = FAIL("%s: index %.0f is out of bounds for an input plane of %lld elements", op, ix[bad],
-              (long long)(g.ih * g.iw));
-  if (st == DISP_OK) disp__conv_store(gi, dx);
-  free(dy), free(ix), free(dx);
+  free(dyo), free(ixo);
+  disp__conv_out_done(gi, dxo, ct, st == DISP_OK);
   if (st != DISP_OK) {
     disp_tensor_release(gi);
     return st;
