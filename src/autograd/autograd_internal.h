@@ -164,6 +164,7 @@ typedef struct ag_saved {
   uint64_t version;
   uint32_t output_nr;
   unsigned char is_output;
+  unsigned char is_leaf; /* an output without history (not differentiable): unpacked without the node */
   unsigned char defined;
 } ag_saved_var;
 

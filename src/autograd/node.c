@@ -137,6 +137,7 @@ int disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t out
   s->is_output = (unsigned char)is_output;
   s->output_nr = output_nr;
   s->version = disp_tensor_version(t);
+  s->is_leaf = disp_tensor_grad_fn(t) == NULL; /* callers set outputs' history first */
   if (!is_output) {
     s->data = disp_tensor_retain(t);
     return 0;
@@ -202,12 +203,14 @@ disp_status disp__saved_unpack(const ag_saved_var *s, disp_node *node, disp_tens
   if (!s->data) return disp__node_fail_released(node);
   uint64_t now = disp_tensor_version(s->data);
   if (now != s->version) return fail_modified(s, node, now);
-  if (!s->is_output || !disp_tensor_storage(s->data)) {
+  if (!s->is_output || s->is_leaf || !disp_tensor_storage(s->data)) {
     *out = disp_tensor_retain(s->data);
     return DISP_OK;
   }
   /* An output comes back with its node as grad_fn, so a graph recorded
-   * from it (create_graph) reaches this node, as PyTorch's unpack. */
+   * from it (create_graph) reaches this node, as PyTorch's unpack; a
+   * non-differentiable one (native_dropout's mask) stays a leaf, as 1.13's
+   * is_leaf_, so no backward runs this node for it. */
   disp_tensor *t;
   disp_status st = disp_tensor_new_view(s->data, disp_tensor_sizes(s->data), disp_tensor_strides(s->data),
                                         disp_tensor_ndim(s->data), disp_tensor_storage_offset(s->data), &t);

@@ -182,9 +182,9 @@ static disp_status save_inputs(ag_formula_state *fs, disp_stack *st, const ag_op
     const disp_value *v = arg_at(st, info, pos);
     disp_tensor *t = v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL, *keep = NULL;
     if (t && (info->written & (1u << pos))) {
-      disp_tls_state g = disp_grad_mode_push(0);
+      /* recorded (as PyTorch's self.clone() in VariableType): double
+       * backward reaches self through the saved value */
       disp_status s = disp_aten_clone(t, -1, &keep);
-      disp_tls_restore(g);
       if (s != DISP_OK) return s;
       t = keep;
     }
