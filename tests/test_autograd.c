@@ -271,6 +271,14 @@ TEST(log_softmax_nll_loss_gradient) {
   ASSERT_FALSE(disp_tensor_requires_grad(tw)); /* total_weight is not differentiable */
   ASSERT_OK(disp_autograd_backward(&loss, 1, NULL, 0, 0));
   ASSERT_TRUE(GRAD_IS(x, -0.25f, 0.25f, 0.25f, -0.25f));
+  /* weight is not differentiable in 1.13: requiring grad on it is refused */
+  disp_tensor *w = vec((const float[]){1, 1}, 2), *l2 = NULL, *tw2 = NULL;
+  ASSERT_OK(disp_tensor_set_requires_grad(w, 1));
+  ASSERT_STATUS(disp_aten_nll_loss_forward(ls, target, w, 1, -100, &l2, &tw2), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "The function 'nll_loss_forward' is not differentiable with respect to "
+                                     "argument 'weight'. This input cannot have requires_grad True.");
+  ASSERT_TRUE(l2 == NULL);
+  disp_tensor_release(w);
   disp_tensor_release(tw), disp_tensor_release(loss), disp_tensor_release(ls), disp_tensor_release(target);
   disp_tensor_release(x);
   return 0;

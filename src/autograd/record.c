@@ -254,8 +254,27 @@ static disp_status no_grad_view(const ag_op_info *info, disp_keyset ks, disp_sta
   return s;
 }
 
+/* A tensor argument the formula does not differentiate may not require grad
+ * (1.13's generated check_no_requires_grad, e.g. nll_loss's weight). */
+static disp_status check_no_requires_grad(disp_stack *st, const ag_op_info *info) {
+  for (int i = 0; i < info->nargs && i < 32; i++) {
+    const disp_value *v = arg_at(st, info, i);
+    int diff = 0;
+    for (int j = 0; j < info->ndiff; j++) diff |= info->diff[j] == i;
+    if (diff || (info->written & (1u << i)) || v->tag != DISP_VALUE_TENSOR || !disp_tensor_requires_grad(v->u.tensor))
+      continue;
+    const disp_schema *s = disp_op_schema(info->op);
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "The function '%s' is not differentiable with respect to argument '%s'. This input cannot have "
+                      "requires_grad True.",
+                      disp_schema_base_name(s), disp_schema_argument_name(s, (size_t)i));
+  }
+  return DISP_OK;
+}
+
 static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
-  disp_status s = check_inplace(st, info);
+  disp_status s = check_no_requires_grad(st, info);
+  if (s == DISP_OK) s = check_inplace(st, info);
   if (s != DISP_OK) return s;
   disp_node *n = disp__formula_node_new(info, count_edges(st, info));
   if (!n) return DISP_ERR_NO_MEMORY;
