@@ -39,6 +39,12 @@ static disp_status autograd_kernel(disp_keyset ks, disp_tensor *self, disp_tenso
   return st;
 }
 
+/* Until the calls have met both configurations (on a loaded machine the
+ * writer's window can be missed many times); bounded by the writer's flips. */
+static int seen_both(void) {
+  return (atomic_load(&g_cpu_b) > 0 && atomic_load(&g_autograd) > 0) || atomic_load(&g_flips) > 200000;
+}
+
 static void *caller(void *arg) {
   long id = (long)(intptr_t)arg;
   int64_t sizes[1] = {4};
@@ -50,7 +56,7 @@ static void *caller(void *arg) {
   disp_stack *s = disp_stack_new();
   /* At least CALLS calls, and on until the writer has flipped a few times:
    * on two cores the callers could otherwise finish before it starts. */
-  for (int i = 0; i < CALLS || atomic_load(&g_flips) < 20; i++) {
+  for (int i = 0; i < CALLS || atomic_load(&g_flips) < 20 || !seen_both(); i++) {
     disp_tensor *out = NULL;
     disp_status st;
     if ((i + id) % 4 == 0) {
