@@ -569,6 +569,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   call_one(&c, op, s);
   disp_stack_free(s);
   leave_modes(m);
+  /* An in-place op whose other inputs require grad gives the tensor it
+   * writes a grad_fn that holds them (PyTorch does the same): dropping that
+   * history first leaves only references a call must not keep. */
+  for (int i = 0; i < c.nmade; i++) (void)disp_tensor_detach_(c.made[i]);
   for (int i = 0; i < c.nmade; i++) {
     /* Every reference a call took is given back once its stack is gone. */
     if (disp_tensor_refcount(c.made[i]) != 1) {

@@ -134,12 +134,23 @@ int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr);
 int disp__gradient_edge(disp_tensor *t, ag_edge *out);
 
 /*
- * disp__is_leaf_edge_of - whether t is a leaf whose AccumulateGrad is an
- * edge of n: a kernel that hands back its input itself (a no-op kernel
- * returning `self`) must not make that leaf n's output - the leaf would
- * hold n, n its accumulator, the accumulator the leaf: a cycle.
+ * The input tensors of a call, held (retained) while it runs, so its outputs
+ * can be told apart from them. A kernel that hands back an input tensor
+ * object itself (a no-op kernel returning `self`, without the schema's alias
+ * annotation) must not give that input a grad_fn: a leaf would end up
+ * holding its own graph, any other input the graph of the call (README
+ * difference 20). Written (in-place) arguments are not held: their history
+ * moves to the new node, as in PyTorch.
  */
-int disp__is_leaf_edge_of(const disp_node *n, const disp_tensor *t);
+typedef struct ag_held {
+  disp_tensor **t;
+  size_t n, cap;
+  disp_tensor *inline_t[8];
+} ag_held;
+#define AG_HELD_INIT(h) {(h).inline_t, 0, 8, {0}}
+int disp__held_add(ag_held *h, disp_tensor *t); /* NULL ok; nonzero on OOM */
+int disp__held_contains(const ag_held *h, const disp_tensor *t);
+void disp__held_release(ag_held *h);
 
 /* ---- differentiable views (views.c) ---------------------------------------- */
 

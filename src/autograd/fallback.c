@@ -118,14 +118,24 @@ disp_status disp__ag_fallback(const disp_op *op, disp_keyset ks, disp_stack *st,
   }
   disp_node *n = node_for(op, args, nargs, nedges, (uint32_t)nrets);
   if (!n) return DISP_ERR_NO_MEMORY;
+  ag_held inputs = AG_HELD_INIT(inputs);
+  for (size_t i = 0; i < nargs; i++)
+    for (size_t k = 0; !disp_schema_argument_is_write(s, i) && k < tensors_in(&args[i]); k++)
+      if (disp__held_add(&inputs, tensor_at(&args[i], k))) {
+        disp__held_release(&inputs);
+        disp__node_release(n);
+        disp_stack_drop(st, nargs);
+        return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", disp_op_name(op));
+      }
   disp_status rc = below(op, ks, st);
   for (size_t i = 0; rc == DISP_OK && i < nrets; i++) {
     disp_value *v = disp_stack_at(st, disp_stack_size(st) - nrets + i);
     if (v->tag == DISP_VALUE_TENSOR && disp_dtype_is_floating(disp_tensor_dtype(v->u.tensor)) &&
-        !disp__is_leaf_edge_of(n, v->u.tensor) && disp__set_history(v->u.tensor, n, (uint32_t)i))
+        !disp__held_contains(&inputs, v->u.tensor) && disp__set_history(v->u.tensor, n, (uint32_t)i))
       rc = DISP_ERR_NO_MEMORY;
   }
   if (rc == DISP_ERR_NO_MEMORY && disp_stack_size(st) >= nrets) disp_stack_drop(st, nrets);
+  disp__held_release(&inputs);
   disp__node_release(n);
   return rc;
 }

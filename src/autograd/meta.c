@@ -3,6 +3,7 @@
  * accumulator, hooks) and the public functions that read and set it.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "argcheck_internal.h"
 #include "autograd_internal.h"
@@ -87,12 +88,29 @@ int disp__gradient_edge(disp_tensor *t, ag_edge *out) {
   return 0;
 }
 
-int disp__is_leaf_edge_of(const disp_node *n, const disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  if (!m || !m->accumulator) return 0;
-  for (uint32_t i = 0; i < n->num_next; i++)
-    if (n->next[i].fn == m->accumulator) return 1;
+int disp__held_add(ag_held *h, disp_tensor *t) {
+  if (!t) return 0;
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? 2 * h->cap : 8;
+    disp_tensor **a = h->t == h->inline_t ? malloc(cap * sizeof *a) : realloc(h->t, cap * sizeof *a);
+    if (!a) return 1;
+    if (h->t == h->inline_t) memcpy(a, h->inline_t, h->n * sizeof *a);
+    h->t = a, h->cap = cap;
+  }
+  h->t[h->n++] = disp_tensor_retain(t);
   return 0;
+}
+
+int disp__held_contains(const ag_held *h, const disp_tensor *t) {
+  for (size_t i = 0; i < h->n; i++)
+    if (h->t[i] == t) return 1;
+  return 0;
+}
+
+void disp__held_release(ag_held *h) {
+  for (size_t i = 0; i < h->n; i++) disp_tensor_release(h->t[i]);
+  if (h->t != h->inline_t) free(h->t);
+  h->t = h->inline_t, h->n = 0, h->cap = sizeof h->inline_t / sizeof *h->inline_t;
 }
 
 /* ---- public accessors --------------------------------------------------- */

@@ -201,11 +201,11 @@ static int differentiable_output(const disp_value *v) {
 
 /* After the op: outputs get their history, saved outputs are kept. */
 static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info,
-                                  disp_tensor *view_in) {
+                                  disp_tensor *view_in, const ag_held *inputs) {
   size_t base = disp_stack_size(st) - (size_t)info->nrets;
   for (int i = 0; i < info->nrets; i++) {
     const disp_value *v = disp_stack_at(st, base + (size_t)i);
-    if ((info->nondiff & (1u << i)) || !differentiable_output(v) || disp__is_leaf_edge_of(n, v->u.tensor)) continue;
+    if ((info->nondiff & (1u << i)) || !differentiable_output(v) || disp__held_contains(inputs, v->u.tensor)) continue;
     if (info->written && disp__view_is_tracked(v->u.tensor)) {
       disp_status s = disp__view_rebase(v->u.tensor, n, (uint32_t)i);
       if (s != DISP_OK) return s;
@@ -227,6 +227,18 @@ static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack
       return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory saving %s", info->name);
   }
   return DISP_OK;
+}
+
+/* The tensors the op reads but does not write (ag_held). */
+static int hold_inputs(ag_held *h, disp_stack *st, const ag_op_info *info) {
+  for (int i = 0; i < info->nargs; i++) {
+    const disp_value *v = arg_at(st, info, i);
+    if (i < 32 && (info->written & (1u << i))) continue;
+    if (v->tag == DISP_VALUE_TENSOR && disp__held_add(h, v->u.tensor)) return 1;
+    for (size_t k = 0; v->tag == DISP_VALUE_TENSOR_LIST && k < v->u.tensors.len; k++)
+      if (disp__held_add(h, v->u.tensors.data[k])) return 1;
+  }
+  return 0;
 }
 
 static disp_status run_below(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
@@ -283,8 +295,11 @@ static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st
     s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
   if (s == DISP_OK) s = save_inputs(fs, st, info);
   disp_tensor *view_in = info->is_view ? disp_tensor_retain(view_input(st, info)) : NULL;
+  ag_held inputs = AG_HELD_INIT(inputs);
+  if (s == DISP_OK && hold_inputs(&inputs, st, info)) s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
   if (s == DISP_OK) s = run_below(info, ks, st);
-  if (s == DISP_OK) s = finish_outputs(n, fs, st, info, view_in);
+  if (s == DISP_OK) s = finish_outputs(n, fs, st, info, view_in, &inputs);
+  disp__held_release(&inputs);
   disp_tensor_release(view_in);
   disp__node_release(n); /* the outputs hold it now */
   return s;
