@@ -91,8 +91,11 @@ END
 "$disp" simulate --calls "$tmp/calls.txt" > "$tmp/out.txt" 2> "$tmp/err.txt"; rc=$?
 [ $rc -eq 0 ] && [ ! -s "$tmp/err.txt" ]; check simulate_calls_any_schema_exit_0 $?
 [ "$(grep -c '^== ' "$tmp/out.txt")" -eq 3 ]; check simulate_calls_any_schema_all_ops $?
-# x::f and x::n: 4 CPU + 3 PrivateUse1 scenarios; x::m (CompositeExplicitAutograd): all 10
-[ "$(grep -c '^  result ok$' "$tmp/out.txt")" -eq 24 ]; check simulate_calls_any_schema_results $?
+# x::f and x::n: 4 CPU + 3 PrivateUse1 scenarios; x::m (CompositeExplicitAutograd): all 10 but the two
+# whose tensors require grad - x::m writes self, and writing a leaf that requires grad is refused (1.13)
+[ "$(grep -c '^  result ok$' "$tmp/out.txt")" -eq 22 ]; check simulate_calls_any_schema_results $?
+[ "$(grep -c 'x::m: a leaf Variable that requires grad is being used in an in-place operation' "$tmp/out.txt")" -eq 2 ]
+check simulate_calls_inplace_leaf_refused $?
 grep -A3 '^== x::f' "$tmp/out.txt" | grep -q '^  kernel reg#0 \[CPU\] at CPU'; check simulate_calls_redispatch_reaches_cpu $?
 grep -q 'fallback \[boxed\] for x::n at PrivateUse1' "$tmp/out.txt"; check simulate_calls_fallback_returns_nothing $?
 cat > "$tmp/calls_bad.txt" <<'END'

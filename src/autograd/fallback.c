@@ -109,6 +109,15 @@ disp_status disp__ag_fallback(const disp_op *op, disp_keyset ks, disp_stack *st,
   disp_value *args = disp_stack_at(st, disp_stack_size(st) - nargs);
   uint32_t nedges = args ? count_requiring(args, nargs) : 0;
   if (!nedges) return below(op, ks, st);
+  for (size_t i = 0; i < nargs; i++)
+    for (size_t k = 0; disp_schema_argument_is_write(s, i) && k < tensors_in(&args[i]); k++) {
+      disp_tensor *t = tensor_at(&args[i], k);
+      if (disp__ag_requires(t) && disp_tensor_is_leaf(t)) { /* 1.13's check_inplace */
+        disp_stack_drop(st, nargs);
+        return disp__fail(DISP_ERR_INVALID_ARG,
+                          "a leaf Variable that requires grad is being used in an in-place operation.");
+      }
+    }
   if (has_out_argument(s)) {
     disp_stack_drop(st, nargs);
     return disp__fail(DISP_ERR_INVALID_ARG,
