@@ -51,7 +51,8 @@ static disp_status init_params(uint64_t seed, disp_tensor **p) {
 }
 
 /* examples/mlp.c's forward: linear -> relu -> linear -> relu -> linear. */
-static disp_status forward(disp_tensor *const *p, disp_tensor *x, disp_tensor **logits) {
+static disp_status forward(void *state, disp_tensor *x, disp_tensor **logits) {
+  disp_tensor *const *p = state;
   disp_tensor *h = disp_tensor_retain(x);
   disp_status st = DISP_OK;
   for (int l = 0; l < LAYERS && st == DISP_OK; l++) {
@@ -66,21 +67,6 @@ static disp_status forward(disp_tensor *const *p, disp_tensor *x, disp_tensor **
   }
   *logits = st == DISP_OK ? h : NULL;
   if (st != DISP_OK) disp_tensor_release(h);
-  return st;
-}
-
-/* examples/train.c's step: forward, cross-entropy, zero_grad, backward, Adam. */
-static disp_status step(disp_tensor *const *p, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss) {
-  disp_tensor *logits = NULL, *l = NULL;
-  disp_scalar v;
-  disp_status st = forward(p, x, &logits);
-  if (st == DISP_OK) st = disp_aten_cross_entropy_loss(logits, y, NULL, 1, -100, 0.0, &l);
-  if (st == DISP_OK) st = disp_optim_zero_grad(opt, 1);
-  if (st == DISP_OK) st = disp_autograd_backward(&l, 1, NULL, 0, 0);
-  if (st == DISP_OK) st = disp_optim_step(opt);
-  if (st == DISP_OK) st = disp_aten_item(l, &v);
-  if (st == DISP_OK) *loss = disp_scalar_to_double(v);
-  disp_tensor_release(l), disp_tensor_release(logits);
   return st;
 }
 
@@ -125,11 +111,12 @@ static int train_ours(const fmnist_set *train, uint64_t seed, FILE *plan, double
   disp_status st = perm ? init_params(seed, p) : DISP_ERR_NO_MEMORY;
   if (st == DISP_OK) st = disp_optim_adam_new(p, NPARAMS, &o, &opt);
   if (st == DISP_OK) st = fmnist_shuffle(perm, train->count, &rng); /* train.c's first epoch */
+  train_model model = {p, forward, p, NPARAMS, FMNIST_SHAPE_FLAT}; /* examples/train.c's step */
   int rc = st != DISP_OK || (plan && write_plan(plan, p, perm)) ? -1 : 0;
   for (int64_t b = 0; !rc && b < STEPS; b++) {
     disp_tensor *x = NULL, *y = NULL;
     st = fmnist_batch(train, perm, BATCH, b, FMNIST_SHAPE_FLAT, &x, &y);
-    if (st == DISP_OK) st = step(p, opt, x, y, &ours[b]);
+    if (st == DISP_OK) st = train_step(&model, opt, x, y, &ours[b]);
     disp_tensor_release(x), disp_tensor_release(y);
     rc = st != DISP_OK ? -1 : 0;
   }

@@ -73,7 +73,7 @@ typedef struct epoch_stats {
   double seconds;
 } epoch_stats;
 
-static disp_status step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss) {
+disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss) {
   disp_tensor *logits = NULL, *l = NULL;
   disp_scalar v;
   disp_status st = m->forward(m->state, x, &logits);
@@ -106,7 +106,7 @@ static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_s
     disp_tensor *x = NULL, *y = NULL;
     double loss = 0;
     st = fmnist_batch(train, perm, f->batch, b, m->shape, &x, &y);
-    if (st == DISP_OK) st = step(m, opt, x, y, &loss);
+    if (st == DISP_OK) st = train_step(m, opt, x, y, &loss);
     if (st == DISP_OK) s->loss_sum += loss, s->batches++, s->images += disp_tensor_sizes(x)[0];
     disp_tensor_release(x);
     disp_tensor_release(y);

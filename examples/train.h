@@ -47,6 +47,10 @@ typedef struct train_model {
  */
 disp_status train_param(const int64_t *sizes, int ndim, int64_t fan_in, disp_tensor **out);
 
+/* One training step on a batch: forward, cross-entropy (mean), zero_grad
+ * (set to None), backward, optimizer step; *loss gets the batch's loss. */
+disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss);
+
 /* Trains m on the training set per f, printing progress; then prints the
  * test accuracy as the last line ("test accuracy: 0.XXXX"). */
 int train_run(train_model *m, const train_flags *f);

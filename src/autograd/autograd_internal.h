@@ -199,7 +199,8 @@ void disp__saved_clear(ag_saved_var *s);
 /* The key set below autograd for redispatch from an autograd kernel. */
 disp_keyset disp__ag_below(disp_keyset ks);
 
-/* Nonzero when grad mode is on and t requires grad (t may be NULL). */
+/* Nonzero when t requires grad (t may be NULL); grad mode is the caller's
+ * to check (disp__ag_requires_grad in aten_kernels.h checks both). */
 static inline int disp__ag_requires(const disp_tensor *t) { return t && disp_tensor_requires_grad(t); }
 
 /* Sequence numbers: one thread-independent counter. */
