@@ -59,6 +59,9 @@ typedef struct null_fixtures {
   disp_sgd_options sgd_options;   /* lr 0.1 */
   disp_adam_options adam_options; /* the defaults */
   disp_optimizer *optimizer;      /* SGD over tensor */
+  disp_device_hooks device_hooks; /* all NULL: never accepted */
+  disp_generator *generator;      /* the CPU's */
+  disp_generator_state generator_state; /* the CPU generator's, at setup */
 } null_fixtures;
 
 /* Where out-parameters point. Globals: what a call leaves here is reachable,
@@ -89,6 +92,9 @@ typedef struct null_outs {
   disp_library_node node;
   disp_tensor_vec vec; /* empty: freeing it is a no-op */
   disp_optimizer *optimizer;
+  disp_device_guard device_guard;
+  disp_generator_state generator_state;
+  disp_memory_stats memory_stats;
 } null_outs;
 
 extern null_fixtures fx;

@@ -20,6 +20,10 @@ static disp_status missing_hook(disp_device dev, int direction) {
 }
 
 static disp_status check_copy_devices(disp_device dst_dev, disp_device src_dev, size_t nbytes) {
+  /* No storage is larger (storage.c's check_nbytes): a larger count is a
+   * mistake that would run past both buffers. */
+  if (nbytes > (uint64_t)INT64_MAX)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_device_copy: nbytes %zu is larger than the largest storage", nbytes);
   disp_status s = disp_device_validate(dst_dev);
   if (s == DISP_OK) s = disp_device_validate(src_dev);
   if (s != DISP_OK || nbytes == 0) return s;
