@@ -6,6 +6,8 @@
  *   disp/version.h     version macros and disp_version()
  *   disp/keyset.h      dispatch keys and key sets (PyTorch's factored uint64)
  *   disp/tensor.h      dtypes, devices, allocators, storage, tensors
+ *   disp/backend.h     what a backend provides and gets: device hooks, guards,
+ *                      copies, generators, metadata setters, memory statistics
  *   disp/schema.h      operator schemas: parse and print PyTorch's grammar
  *   disp/dispatcher.h  operators, kernels, dispatch tables, dumps
  *   disp/library.h     DISP_LIBRARY / _FRAGMENT / _IMPL registration
@@ -17,7 +19,7 @@
  *   disp/function.h    custom autograd functions (forward/backward callbacks, ctx)
  *   disp/aten.h        typed entry points of the built-in operators (generated)
  *   disp/promotion.h   PyTorch's type promotion (result_type)
- *   disp/random.h      the process-wide random generator and its seed
+ *   disp/random.h      the seed of every device's random generator
  *   disp/tensor_util.h printing tensors, allclose
  *   disp/cpu.h         intra-op threads and the SIMD capability of CPU kernels
  *   disp/plugin.h      backend plugins: load, attribute, unload (DISP_PLUGINS)
@@ -39,6 +41,7 @@
 #include "disp/version.h"
 #include "disp/keyset.h"
 #include "disp/tensor.h"
+#include "disp/backend.h"
 #include "disp/schema.h"
 #include "disp/dispatcher.h"
 #include "disp/library.h"

@@ -151,6 +151,11 @@ static const type_value type_values[] = {
     {"disp_plugin*", 1, "fx.plugin"},
     {"const disp_plugin*", 1, "fx.plugin"},
     {"uint32_t*", 1, "&fx_out.u32"},
+    {"const void*", 1, "fx.user"},
+    {"const disp_device_hooks*", 1, "&fx.device_hooks"},
+    {"disp_generator*", 1, "fx.generator"},
+    {"const disp_generator*", 1, "fx.generator"},
+    {"const disp_generator_state*", 1, "&fx.generator_state"},
     /* out-parameters: a global, so whatever a call leaves there stays
      * reachable and LeakSanitizer reports only real leaks */
     {"const disp_op**", 1, "&fx_out.op"},
@@ -174,6 +179,9 @@ static const type_value type_values[] = {
     {"size_t*", 1, "&fx_out.size"},
     {"int64_t*", 1, "&fx_out.i64"},
     {"int*", 1, "&fx_out.i"},
+    {"disp_device_guard*", 1, "&fx_out.device_guard"},
+    {"disp_generator_state*", 1, "&fx_out.generator_state"},
+    {"disp_memory_stats*", 1, "&fx_out.memory_stats"},
 };
 
 /* Values by parameter name where the type's value would not reach the NULL

@@ -810,7 +810,7 @@ static disp_tensor *on(disp_backend b, disp_dtype dt) {
 }
 
 TEST(autocast_cuda_follows_its_own_list) {
-  disp_allocator host = {host_alloc, host_free, NULL};
+  disp_allocator host = {host_alloc, host_free, NULL, NULL};
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_CUDA, &host));
   disp_library *cu = impl_lib("aten", DISP_KEY_CUDA);
   ASSERT_TRUE(cu != NULL);
@@ -874,7 +874,7 @@ static disp_status pu_op_autocast(disp_tensor *self, disp_tensor *other, disp_te
 }
 
 TEST(autocast_privateuse1_is_a_backend_s_own) {
-  disp_allocator host = {host_alloc, host_free, NULL};
+  disp_allocator host = {host_alloc, host_free, NULL, NULL};
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &host));
   disp_library *def = NULL;
   ASSERT_OK(disp_library_new(DISP_LIBRARY_DEF, "pu1ops", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def));

@@ -63,6 +63,10 @@ static const null_param documented_nullable[] = {
     {"disp_storage_retain", "st", "rule (d): retain(NULL) is a no-op returning NULL"},
     {"disp_autocast_cached_cast", "t", "autocast.h: a None argument gives *out = NULL"},
     {"disp_allocator_register", "a", "tensor.h: NULL restores the built-in allocator"},
+    {"disp_device_hooks_register", "h", "backend.h: NULL removes the hooks"},
+    {"disp_tensor_set_sizes_strides", "strides", "backend.h: NULL means contiguous"},
+    {"disp_tensor_set_storage", "strides", "backend.h: NULL means contiguous"},
+    {"disp_tensor_resize", "strides", "backend.h: NULL means contiguous"},
     {"disp_storage_new_with_data", "release", "tensor.h: release may be NULL (memory not owned)"},
     {"disp_storage_new_with_data", "ctx", "tensor.h: ctx is only passed to release"},
     {"disp_tensor_new_opaque", "handle", "tensor.h: the handle is the backend's, never read"},
@@ -188,6 +192,9 @@ static int make_objects(void) {
   fx.sgd_options = disp_sgd_options_default(), fx.sgd_options.lr = 0.1;
   fx.adam_options = disp_adam_options_default();
   if (disp_optim_sgd_new(fx.tensors, 1, &fx.sgd_options, &fx.optimizer) != DISP_OK) return fail_setup("the optimizer");
+  fx.generator = disp_device_generator(fx.device);
+  if (!fx.generator || disp_generator_get_state(fx.generator, &fx.generator_state) != DISP_OK)
+    return fail_setup("the CPU generator");
   fx.devnull = fopen("/dev/null", "w");
   return fx.devnull ? 0 : fail_setup("opening /dev/null");
 }

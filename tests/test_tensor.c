@@ -284,7 +284,7 @@ TEST(created_tensors_carry_default_keysets) {
 
   /* PrivateUse1 needs an allocator; the next cases test that path. */
   counting c = {0, 0, 0, 0};
-  disp_allocator a = {count_allocate, count_deallocate, &c};
+  disp_allocator a = {count_allocate, count_deallocate, &c, NULL};
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &a));
   s = disp_tensor_empty(sizes, 2, DISP_DTYPE_FLOAT32, pu1, &t);
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, NULL));
@@ -317,7 +317,7 @@ TEST(privateuse1_allocator_required_and_used) {
   ASSERT_EQ_STR(disp_last_error(), want);
 
   counting c = {0, 0, 0, 0};
-  disp_allocator a = {count_allocate, count_deallocate, &c};
+  disp_allocator a = {count_allocate, count_deallocate, &c, NULL};
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &a));
   const disp_allocator *got = disp_allocator_get(DISP_BACKEND_PRIVATEUSE1);
   ASSERT_TRUE(got && got != &a && got->ctx == &c); /* a copy */
@@ -356,7 +356,7 @@ TEST(privateuse1_allocator_required_and_used) {
   ASSERT_TRUE(disp_tensor_data_ptr(t) == NULL);
   disp_tensor_release(t);
 
-  ASSERT_STATUS(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &(disp_allocator){NULL, count_deallocate, NULL}),
+  ASSERT_STATUS(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &(disp_allocator){NULL, count_deallocate, NULL, NULL}),
                 DISP_ERR_INVALID_ARG);
   ASSERT_STATUS(disp_allocator_register(DISP_NUM_BACKENDS, &a), DISP_ERR_INVALID_ARG);
 
@@ -382,7 +382,7 @@ TEST(cpu_allocator_aligned_and_restorable) {
 
   /* Replace CPU's allocator, then restore the built-in one with NULL. */
   counting c = {0, 0, 0, 0};
-  disp_allocator a = {count_allocate, count_deallocate, &c};
+  disp_allocator a = {count_allocate, count_deallocate, &c, NULL};
   const disp_allocator *builtin = disp_allocator_get(DISP_BACKEND_CPU);
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_CPU, &a));
   ASSERT_OK(disp_tensor_empty(sizes, 1, DISP_DTYPE_INT8, cpu, &t));

@@ -217,14 +217,19 @@ DISP_API disp_status disp_device_parse(const char *str, disp_device *out);
 /*
  * A device allocator. allocate returns memory for nbytes bytes on `device`
  * (or NULL on failure; NULL for nbytes == 0 is fine); deallocate frees what
- * allocate returned, with the same nbytes and device. `ctx` is passed to
- * both and is not owned: it must outlive every storage allocated with it.
- * Both functions may be called from any thread.
+ * allocate returned, with the same nbytes and device. copy (may be NULL)
+ * copies nbytes between two blocks of this allocator on `device`, on the
+ * device (PyTorch's Allocator::copy_data): disp_storage_resize carries a
+ * storage's bytes over with it, and without it refuses to resize a storage
+ * holding data. `ctx` is passed to all three and is not owned: it must
+ * outlive every storage allocated with it. All may be called from any
+ * thread.
  */
 typedef struct disp_allocator {
   void *(*allocate)(size_t nbytes, disp_device device, void *ctx);
   void (*deallocate)(void *ptr, size_t nbytes, disp_device device, void *ctx);
   void *ctx;
+  void (*copy)(void *dst, const void *src, size_t nbytes, disp_device device, void *ctx);
 } disp_allocator;
 
 /*

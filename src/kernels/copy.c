@@ -14,6 +14,8 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
+#include "disp/backend.h"
+#include "tensor/device_internal.h"
 #include "tensor/dtype_cast.h"
 #include "elementwise_copy.h"
 #include "strbuf_internal.h"
@@ -266,41 +268,45 @@ disp_status disp__cpu__local_scalar_dense(disp_tensor *self, disp_scalar *out0) 
   return DISP_OK;
 }
 
+/* A device whose hooks can copy to the host: item() reads its element
+ * through them, never dereferencing device memory. */
+static int readable_through_hooks(const disp_tensor *t) {
+  if (host_device(t->device.type) || !t->storage) return 0;
+  const disp_device_hooks *h = disp_device_hooks_get(t->device.type);
+  return h && h->copy_d2h;
+}
+
 disp_status disp__cia_item(disp_tensor *self, disp_scalar *out0) {
   if (self->numel != 1)
     return disp_set_error(DISP_ERR_INVALID_ARG, "a Tensor with %lld elements cannot be converted to Scalar",
                           (long long)self->numel);
-  return disp_aten__local_scalar_dense(self, out0);
+  /* Without a copy hook the backend's own _local_scalar_dense decides. */
+  if (!readable_through_hooks(self)) return disp_aten__local_scalar_dense(self, out0);
+  disp_tensor *h;
+  disp_status st = disp__tensor_host_view("item", self, &h);
+  if (st != DISP_OK) return st;
+  st = disp__cpu__local_scalar_dense(h, out0);
+  disp_tensor_release(h);
+  return st;
 }
 
 /* ---- resize_, set_ ----------------------------------------------------------- */
 
 static disp_status resize_impl(disp_tensor *self, disp_int_list size, int32_t memory_format, disp_tensor **out) {
-  if (!self->storage) return disp_set_error(DISP_ERR_INVALID_ARG, "resize_: tensor has no storage");
   int n = 0;
   disp_status st = disp__check_ndim("resize_", size.len, &n);
-  if (st == DISP_OK) st = disp__tensor_check_shape("resize_", size.data, NULL, n, NULL);
   if (st != DISP_OK) return st;
   int64_t strides[DISP_TENSOR_MAX_DIMS];
   if (memory_format == DISP_MEMORY_FORMAT_PRESERVE)
     return disp_set_error(DISP_ERR_INVALID_ARG, "Unsupported memory formatPreserve");
   if (memory_format >= 0) {
-    st = disp__ew_strides_for_format(size.data, n, memory_format, strides);
-    if (st != DISP_OK) return st;
-  } else if (n == self->ndim && !memcmp(size.data, self->sizes, (size_t)n * sizeof(int64_t))) {
+    st = disp__tensor_check_shape("resize_", size.data, NULL, n, NULL);
+    if (st == DISP_OK) st = disp__ew_strides_for_format(size.data, n, memory_format, strides);
+  } else if (n == self->ndim && !memcmp(size.data, self->sizes, (size_t)n * sizeof(int64_t)) && self->storage) {
     *out = disp_tensor_retain(self);
     return DISP_OK;
-  } else {
-    disp__tensor_contiguous_strides(size.data, n, strides);
   }
-  size_t need;
-  st = disp__tensor_storage_nbytes(size.data, strides, n, self->storage_offset, disp_dtype_itemsize(self->dtype), &need);
-  if (st != DISP_OK) return st;
-  if (need > self->storage->nbytes) {
-    st = disp__storage_resize(self->storage, need);
-    if (st != DISP_OK) return st;
-  }
-  st = disp__tensor_set_sizes_strides(self, size.data, strides, n);
+  if (st == DISP_OK) st = disp_tensor_resize(self, size.data, memory_format >= 0 ? strides : NULL, n);
   if (st != DISP_OK) return st;
   *out = disp_tensor_retain(self);
   return DISP_OK;
@@ -317,32 +323,11 @@ disp_status disp__meta_resize_(disp_tensor *self, disp_int_list size, int32_t me
 /* self now views `source` at offset with sizes/strides (strides NULL: contiguous). */
 static disp_status set_storage(disp_tensor *self, disp_storage *source, int64_t offset, const int64_t *sizes,
                                const int64_t *strides, int ndim, disp_tensor **out) {
-  if (!self->storage) return disp_set_error(DISP_ERR_INVALID_ARG, "set_: tensor has no storage");
   if (!source) return disp_set_error(DISP_ERR_INVALID_ARG, "set_: source storage is undefined");
-  if (!disp_device_equal(source->device, self->device) && source->device.type != self->device.type) {
-    char a[32], b[32];
-    disp_device_format(self->device, a, sizeof a);
-    disp_device_format(source->device, b, sizeof b);
-    return disp_set_error(DISP_ERR_INVALID_ARG,
-                          "Attempted to set the storage of a tensor on device \"%s\" to a storage on different "
-                          "device \"%s\".  This is no longer allowed; the devices must match.",
-                          a, b);
-  }
   if (offset < 0)
     return disp_set_error(DISP_ERR_INVALID_ARG, "Tensor: invalid storage offset %lld", (long long)offset);
-  /* validate the geometry against the storage through a throwaway view */
-  disp_tensor *probe;
-  disp_status st = disp_tensor_new_with_storage(source, offset, sizes, strides, ndim, self->dtype, self->keyset, &probe);
-  if (st != DISP_OK) return st;
-  st = disp__tensor_set_sizes_strides(self, probe->sizes, probe->strides, ndim);
-  if (st == DISP_OK) {
-    disp_storage *old = self->storage;
-    self->storage = disp_storage_retain(source);
-    disp_storage_release(old);
-    self->storage_offset = offset;
-    *out = disp_tensor_retain(self);
-  }
-  disp_tensor_release(probe);
+  disp_status st = disp_tensor_set_storage(self, source, offset, sizes, strides, ndim);
+  if (st == DISP_OK) *out = disp_tensor_retain(self);
   return st;
 }
 

@@ -1,45 +1,33 @@
 /*
- * random.c - the process-wide generator and the rand/randn kernels
+ * random.c - draws from the device generators (src/tensor/generator.c) and the rand/randn kernels
  * (CompositeExplicitAutograd: computed on the CPU, made on Meta without
  * values, copied with _to_copy to any other device).
  */
 #include "random.h"
 
 #include <math.h>
-#include <stdatomic.h>
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
+#include "disp/backend.h"
 #include "disp/random.h"
 #include "gemm.h"
 #include "tensor/checked_math_internal.h"
 
-#define DEFAULT_SEED 67280421310721ull /* PyTorch's default_rng_seed_val */
-
-static _Atomic uint64_t g_seed = DEFAULT_SEED;
-static _Atomic uint64_t g_counter;
-
-void disp_manual_seed(uint64_t seed) {
-  atomic_store(&g_seed, seed);
-  atomic_store(&g_counter, 0);
-}
-
-uint64_t disp_initial_seed(void) { return atomic_load(&g_seed); }
-
-disp__rng disp__rng_reserve(uint64_t n) {
-  disp__rng r;
-  r.seed = atomic_load(&g_seed);
-  r.next = atomic_fetch_add(&g_counter, n);
+disp__rng disp__rng_reserve_on(disp_device dev, uint64_t n) {
+  /* A device without a generator slot (bad index) draws from the CPU's:
+   * the caller has already validated the device it creates on. */
+  disp_generator *g = disp_device_generator(dev);
+  if (!g) g = disp_device_generator(disp_device_make(DISP_BACKEND_CPU, 0));
+  disp_generator_state s;
+  disp_generator_reserve(g, n, &s);
+  disp__rng r = {s.seed, s.offset};
   return r;
 }
 
-uint64_t disp__rng_u64(disp__rng *r) {
-  /* splitmix64 of (seed, index): a strong 64-bit mix of a counter. */
-  uint64_t z = r->seed + 0x9e3779b97f4a7c15ull * (r->next++ + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+disp__rng disp__rng_reserve(uint64_t n) { return disp__rng_reserve_on(disp_device_make(DISP_BACKEND_CPU, 0), n); }
+
+uint64_t disp__rng_u64(disp__rng *r) { return disp_generator_draw(r->seed, r->next++); }
 
 double disp__rng_uniform(disp__rng *r, int bits) {
   return (double)(disp__rng_u64(r) >> (64 - bits)) * ldexp(1.0, -bits);
@@ -63,9 +51,9 @@ static int dtype_bits(disp_dtype dt) {
 }
 
 /* Writes v(i) to every element of t in row-major order (any strides). */
-static void fill_with(disp_tensor *t, int normal) {
+static void fill_with(disp_tensor *t, int normal, disp_device from) {
   if (t->numel == 0) return;
-  disp__rng r = disp__rng_reserve((uint64_t)t->numel * (normal ? 2u : 1u));
+  disp__rng r = disp__rng_reserve_on(from, (uint64_t)t->numel * (normal ? 2u : 1u));
   int bits = dtype_bits(t->dtype);
   char *base = disp_tensor_data_ptr(t);
   int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
@@ -83,8 +71,8 @@ static void fill_with(disp_tensor *t, int normal) {
   }
 }
 
-void disp__fill_uniform(disp_tensor *t) { fill_with(t, 0); }
-void disp__fill_normal(disp_tensor *t) { fill_with(t, 1); }
+void disp__fill_uniform(disp_tensor *t) { fill_with(t, 0, t->device); }
+void disp__fill_normal(disp_tensor *t) { fill_with(t, 1, t->device); }
 
 static disp_status random_factory(const char *op, const char *kname, int normal, disp_int_list size,
                                   int32_t dtype, int32_t layout, disp_opt_device device, disp_tensor **out0) {
@@ -105,7 +93,9 @@ static disp_status random_factory(const char *op, const char *kname, int normal,
   disp_tensor *t;
   st = disp_tensor_empty(size.data, n, dt, disp_device_make(DISP_BACKEND_CPU, -1), &t);
   if (st != DISP_OK) return st;
-  fill_with(t, normal);
+  /* The values come from the generator of the device they are made for
+   * (as torch.rand(device=d) draws from d's default generator). */
+  fill_with(t, normal, dev);
   if (dev.type == DISP_BACKEND_CPU) {
     *out0 = t;
     return DISP_OK;

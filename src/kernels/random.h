@@ -1,5 +1,5 @@
 /*
- * random.h - draws from the process-wide generator (include/disp/random.h).
+ * random.h - draws from the device generators (disp/backend.h, disp/random.h).
  *
  * A counter-based generator: draw i of the stream is splitmix64(seed, i).
  * A kernel reserves the n draws it needs with one atomic add, so concurrent
@@ -16,8 +16,12 @@
 /* A reserved block of draws. */
 typedef struct disp__rng { uint64_t seed, next; } disp__rng;
 
-/* disp__rng_reserve - reserve n draws from the process stream. Thread-safe. */
+/* disp__rng_reserve - reserve n draws from the CPU generator. Thread-safe. */
 disp__rng disp__rng_reserve(uint64_t n);
+
+/* disp__rng_reserve_on - reserve n draws from dev's generator
+ * (disp_device_generator; index -1 is the current device). Thread-safe. */
+disp__rng disp__rng_reserve_on(disp_device dev, uint64_t n);
 
 /* The next raw 64-bit draw of a reserved block. */
 uint64_t disp__rng_u64(disp__rng *r);

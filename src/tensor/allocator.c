@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error_internal.h"
 #include "objcache.h"
@@ -64,8 +65,14 @@ static void meta_deallocate(void *ptr, size_t nbytes, disp_device device, void *
   (void)ctx;
 }
 
-static const disp_allocator builtin_cpu = {cpu_allocate, cpu_deallocate, NULL};
-static const disp_allocator builtin_meta = {meta_allocate, meta_deallocate, NULL};
+static void cpu_copy(void *dst, const void *src, size_t nbytes, disp_device device, void *ctx) {
+  (void)device;
+  (void)ctx;
+  if (nbytes) memcpy(dst, src, nbytes);
+}
+
+static const disp_allocator builtin_cpu = {cpu_allocate, cpu_deallocate, NULL, cpu_copy};
+static const disp_allocator builtin_meta = {meta_allocate, meta_deallocate, NULL, NULL};
 
 static const disp_allocator *builtin(disp_backend type) {
   if (type == DISP_BACKEND_CPU) return &builtin_cpu;

@@ -6,6 +6,7 @@
 
 #include "disp/tensor_util.h"
 #include "argcheck_internal.h"
+#include "device_internal.h"
 #include "dtype_cast.h"
 #include "tensor_internal.h"
 
@@ -22,6 +23,28 @@ static int close_enough(const char *pa, disp_dtype da, const char *pb, disp_dtyp
   if (x == y) return 1; /* also equal infinities */
   if (isinf(x) || isinf(y)) return 0;
   return fabs(x - y) <= atol + rtol * fabs(y);
+}
+
+/* Every pair of elements close (host tensors of one shape, with elements). */
+static int all_close(const disp_tensor *a, const disp_tensor *b, double rtol, double atol, int equal_nan) {
+  const char *da = disp_tensor_data_ptr(a), *db = disp_tensor_data_ptr(b);
+  size_t ia = disp_dtype_itemsize(a->dtype), ib = disp_dtype_itemsize(b->dtype);
+  int64_t idx[DISP_TENSOR_MAX_DIMS] = {0};
+  for (int64_t n = 0; n < a->numel; n++) {
+    int64_t oa = 0, ob = 0;
+    for (int d = 0; d < a->ndim; d++) {
+      oa += idx[d] * a->strides[d];
+      ob += idx[d] * b->strides[d];
+    }
+    if (!close_enough(da + oa * (int64_t)ia, a->dtype, db + ob * (int64_t)ib, b->dtype, rtol, atol, equal_nan)) {
+      return 0;
+    }
+    for (int d = a->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < a->sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return 1;
 }
 
 disp_status disp_tensor_allclose(const disp_tensor *a, const disp_tensor *b, double rtol, double atol, int equal_nan,
@@ -41,25 +64,13 @@ disp_status disp_tensor_allclose(const disp_tensor *a, const disp_tensor *b, dou
     *out = 1;
     return DISP_OK;
   }
-  const char *da = disp_tensor_data_ptr(a), *db = disp_tensor_data_ptr(b);
-  if (!da || !db) return disp__fail(DISP_ERR_INVALID_ARG, "allclose: tensors have no data (meta tensors?)");
-  size_t ia = disp_dtype_itemsize(a->dtype), ib = disp_dtype_itemsize(b->dtype);
-  int64_t idx[DISP_TENSOR_MAX_DIMS] = {0};
-  for (int64_t n = 0; n < a->numel; n++) {
-    int64_t oa = 0, ob = 0;
-    for (int d = 0; d < a->ndim; d++) {
-      oa += idx[d] * a->strides[d];
-      ob += idx[d] * b->strides[d];
-    }
-    if (!close_enough(da + oa * (int64_t)ia, a->dtype, db + ob * (int64_t)ib, b->dtype, rtol, atol, equal_nan)) {
-      *out = 0;
-      return DISP_OK;
-    }
-    for (int d = a->ndim - 1; d >= 0; d--) {
-      if (++idx[d] < a->sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-  *out = 1;
-  return DISP_OK;
+  if (!disp_tensor_data_ptr(a) || !disp_tensor_data_ptr(b))
+    return disp__fail(DISP_ERR_INVALID_ARG, "allclose: tensors have no data (meta tensors?)");
+  disp_tensor *ha = NULL, *hb = NULL;
+  disp_status s = disp__tensor_host_view("allclose", a, &ha);
+  if (s == DISP_OK) s = disp__tensor_host_view("allclose", b, &hb);
+  if (s == DISP_OK) *out = all_close(ha, hb, rtol, atol, equal_nan);
+  disp_tensor_release(ha);
+  disp_tensor_release(hb);
+  return s;
 }

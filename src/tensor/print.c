@@ -10,6 +10,7 @@
 
 #include "disp/tensor_util.h"
 #include "argcheck_internal.h"
+#include "device_internal.h"
 #include "dtype_cast.h"
 #include "strbuf_internal.h"
 #include "tensor_internal.h"
@@ -210,6 +211,25 @@ static void add_suffix(disp_strbuf *b, const char *suffix) {
   disp__strbuf_append(b, suffix);
 }
 
+/* The values of t (which has some), read on the host: a tensor on another
+ * device is copied through its device's hooks first. */
+static disp_status format_values(const disp_tensor *t, disp_strbuf *b) {
+  disp_tensor *h;
+  disp_status st = disp__tensor_host_view("disp_tensor_format", t, &h);
+  if (st != DISP_OK) return st;
+  printer p;
+  memset(&p, 0, sizeof p);
+  p.t = h;
+  p.data = (const char *)disp_storage_data(h->storage);
+  p.itemsize = disp_dtype_itemsize(h->dtype);
+  p.summarize = h->numel > THRESHOLD;
+  p.b = b;
+  make_formatter(&p);
+  tensor_str(&p, 0, h->storage_offset, 7);
+  disp_tensor_release(h);
+  return DISP_OK;
+}
+
 disp_status disp_tensor_format(const disp_tensor *t, char **out) {
   DISP_REFUSE_NULL(t);
   DISP_REFUSE_NULL(out);
@@ -240,16 +260,13 @@ disp_status disp_tensor_format(const disp_tensor *t, char **out) {
     }
     if (t->dtype != DISP_DTYPE_FLOAT32) snprintf(sufs[nsuf++], sizeof sufs[0], "dtype=torch.%s", disp_dtype_name(t->dtype));
   } else {
-    printer p;
-    memset(&p, 0, sizeof p);
-    p.t = t;
-    p.data = (const char *)disp_storage_data(t->storage);
-    p.itemsize = disp_dtype_itemsize(t->dtype);
-    p.summarize = t->numel > THRESHOLD;
-    p.b = &b;
-    make_formatter(&p);
-    tensor_str(&p, 0, t->storage_offset, 7);
     if (!default_dtype) snprintf(sufs[nsuf++], sizeof sufs[0], "dtype=torch.%s", disp_dtype_name(t->dtype));
+    disp_status st = format_values(t, &b);
+    if (st != DISP_OK) {
+      disp__strbuf_free(&b);
+      disp__strbuf_free(&suffix);
+      return st;
+    }
   }
   for (int i = 0; i < nsuf; i++) add_suffix(&b, sufs[i]);
   disp__strbuf_appendc(&b, ')');

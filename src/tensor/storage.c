@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disp/backend.h"
 #include "argcheck_internal.h"
+#include "device_internal.h"
 #include "objcache.h"
 #include "tensor_internal.h"
 
@@ -70,6 +72,7 @@ disp_status disp_storage_new(size_t nbytes, disp_device dev, disp_storage **out)
   st->allocator = a;
   st->own_allocator = 1;
   st->resizable = 1;
+  if (nbytes > 0) disp__memstats_alloc(dev, nbytes);
   *out = st;
   return DISP_OK;
 }
@@ -99,9 +102,16 @@ disp_storage *disp_storage_retain(disp_storage *st) {
   return st;
 }
 
+/* Every block an allocator hands a storage is counted (Note: zero bytes is
+ * no block), so the statistics see each allocation and free exactly once. */
+static void deallocate_counted(disp_storage *st, void *data, size_t nbytes) {
+  st->allocator.deallocate(data, nbytes, st->device, st->allocator.ctx);
+  if (nbytes > 0) disp__memstats_free(st->device, nbytes);
+}
+
 static void free_data(disp_storage *st) {
   if (st->own_allocator)
-    st->allocator.deallocate(st->data, st->nbytes, st->device, st->allocator.ctx);
+    deallocate_counted(st, st->data, st->nbytes);
   else if (st->release)
     st->release(st->data, st->release_ctx);
 }
@@ -135,21 +145,30 @@ disp_status disp__storage_resize(disp_storage *st, size_t nbytes) {
   if (!st->resizable || !st->own_allocator)
     return disp__fail(DISP_ERR_INVALID_ARG, "Trying to resize storage that is not resizable");
   if (nbytes == st->nbytes) return DISP_OK;
+  disp_status s = check_nbytes("disp_storage_resize", nbytes);
+  if (s != DISP_OK) return s;
   disp_device dev = st->device;
   size_t keep = nbytes < st->nbytes ? nbytes : st->nbytes;
-  /* Copying device memory is the backend's business; only host memory (or
-   * none) can be carried over here. */
-  if (dev.type != DISP_BACKEND_CPU && dev.type != DISP_BACKEND_META && st->data && keep > 0)
+  int carry = st->data && keep > 0;
+  /* The old bytes move on the device, through the allocator that owns both
+   * blocks: the host never reads device memory. */
+  if (carry && !st->allocator.copy)
     return disp__fail(DISP_ERR_INVALID_ARG,
-                      "resizing a %s storage holding data needs the backend's resize kernel",
+                      "Trying to resize a %s storage holding data, but its allocator has no copy function",
                       disp_device_type_name(dev.type));
   void *fresh = st->allocator.allocate(nbytes, dev, st->allocator.ctx);
   if (alloc_failed(fresh, nbytes, dev)) return oom(nbytes, dev);
-  if (dev.type == DISP_BACKEND_CPU && keep > 0 && fresh && st->data) memcpy(fresh, st->data, keep);
-  st->allocator.deallocate(st->data, st->nbytes, dev, st->allocator.ctx);
+  if (nbytes > 0) disp__memstats_alloc(dev, nbytes);
+  if (carry && fresh) st->allocator.copy(fresh, st->data, keep, dev, st->allocator.ctx);
+  deallocate_counted(st, st->data, st->nbytes);
   st->data = fresh;
   st->nbytes = nbytes;
   return DISP_OK;
+}
+
+disp_status disp_storage_resize(disp_storage *st, size_t nbytes) {
+  DISP_REFUSE_NULL(st);
+  return disp__storage_resize(st, nbytes);
 }
 
 /* ---- version counter --------------------------------------------------- */

@@ -60,11 +60,8 @@ struct disp_storage {
 
 /*
  * disp__storage_resize - grow or shrink a resizable storage to nbytes
- * (PyTorch's resize_bytes): new memory from the storage's allocator, the
- * common prefix copied for CPU storages, Meta just records the size.
- * Errors: DISP_ERR_INVALID_ARG ("Trying to resize storage that is not
- * resizable"; non-CPU storages holding data), DISP_ERR_NO_MEMORY (storage
- * unchanged). Not thread-safe: no other thread may use the storage.
+ * (PyTorch's resize_bytes): disp_storage_resize (disp/backend.h) without
+ * its NULL check. Not thread-safe: no other thread may use the storage.
  */
 disp_status disp__storage_resize(disp_storage *st, size_t nbytes);
 
