@@ -93,11 +93,18 @@ static disp_status impl(disp_library *lib, const char *name, disp_fn fn) {
   return disp_library_impl(lib, name, disp_kernel_unboxed(fn, 0), NULL);
 }
 
+static void fake_dev_down(disp_backend b, fake_dev *d);
+
+/* What is up per backend, so a case that failed half way (and returned
+ * early) does not make the next one fail too. */
+static fake_dev g_live[DISP_NUM_BACKENDS];
+
 /* The device on `b` (PrivateUse1 or a second one), with the fallback
  * registered for every operator with `flags` (no fallback when < 0). */
 static disp_status fake_dev_up(disp_backend b, int flags, fake_dev *d) {
   disp_allocator a = {dev_alloc, dev_free, NULL};
   disp_key key = disp_key_for_backend(DISP_KEY_DENSE, b);
+  fake_dev_down(b, &g_live[b]);
   d->kernels = d->fallback = NULL;
   g_copies = g_fail_copy = 0;
   disp_status st = disp_allocator_register(b, &a);
@@ -109,12 +116,15 @@ static disp_status fake_dev_up(disp_backend b, int flags, fake_dev *d) {
   if (st == DISP_OK) st = impl(d->kernels, "_copy_from_and_resize", DISP_FN(dev_copy_from_and_resize));
   if (st == DISP_OK && flags >= 0) st = disp_library_new(DISP_LIBRARY_IMPL, "_", key, __FILE__, __LINE__, &d->fallback);
   if (st == DISP_OK && flags >= 0) st = disp_library_fallback(d->fallback, disp_cpu_fallback_kernel((unsigned)flags), NULL);
+  g_live[b] = *d;
   return st;
 }
 
 static void fake_dev_down(disp_backend b, fake_dev *d) {
   disp_library_free(d->fallback);
   disp_library_free(d->kernels);
+  d->fallback = d->kernels = NULL;
+  g_live[b] = *d;
   disp_allocator_register(b, NULL);
 }
 
