@@ -23,6 +23,7 @@
  *   disp/tensor_util.h printing tensors, allclose
  *   disp/cpu.h         intra-op threads and the SIMD capability of CPU kernels
  *   disp/plugin.h      backend plugins: load, attribute, unload (DISP_PLUGINS)
+ *   disp/cpu_fallback.h  PyTorch's cpu_fallback: run what a backend lacks on the CPU
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -58,6 +59,7 @@
 #include "disp/tensor_util.h"
 #include "disp/cpu.h"
 #include "disp/plugin.h"
+#include "disp/cpu_fallback.h"
 #include "disp/optim.h"
 
 #endif /* DISP_H */

@@ -43,6 +43,7 @@ typedef struct null_param {
 
 static const null_param documented_nullable[] = {
     {"disp_call_boxed_kernel", "user_data", "call.h: the kernel's own pointer, passed as is"},
+    {"disp_cpu_fallback", "user_data", "cpu_fallback.h: the options as an integer; NULL means none"},
     {"disp_redispatch_lookup", "op", "call.h: a cell whose kernel refuses when run (DISP_REDISPATCH never sees NULL)"},
     {"disp_redispatch_lookup", "seq", "call.h: a cell whose kernel refuses when run"},
     {"disp_stack_push_tensor", "t", "value.h: NULL pushes None"},
