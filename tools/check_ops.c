@@ -34,6 +34,7 @@
 
 #include "check_ops.h"
 #include "simulate.h"
+#include "tool_plugin.h"
 
 static const char *const class_names[CL_COUNT] = {"kernel", "error", "value", "stride", "alias",
                                                   "mutated", "harness", "crash", "grad"};
@@ -70,8 +71,8 @@ void chk_built_free(chk_built *b, size_t n) {
 
 disp_status chk_build_arg(const chk_value *v, const chk_opts *o, chk_built *b) {
   switch (v->kind) {
-    case CHK_TENSOR: return chk_build_tensor(&v->t, o->meta, &b->t);
-    case CHK_STORAGE: return chk_build_storage(&v->t, o->meta, &b->st);
+    case CHK_TENSOR: return chk_build_tensor(&v->t, o->device, &b->t);
+    case CHK_STORAGE: return chk_build_storage(&v->t, o->device, &b->st);
     case CHK_TENSORS:
       if (!v->nelems) return DISP_OK;
       b->list = calloc(v->nelems, sizeof *b->list);
@@ -79,7 +80,7 @@ disp_status chk_build_arg(const chk_value *v, const chk_opts *o, chk_built *b) {
       b->nlist = v->nelems;
       for (size_t e = 0; e < v->nelems; e++) {
         if (v->elems[e].kind != CHK_TENSOR) continue;
-        disp_status s = chk_build_tensor(&v->elems[e].t, o->meta, &b->list[e]);
+        disp_status s = chk_build_tensor(&v->elems[e].t, o->device, &b->list[e]);
         if (s != DISP_OK) return s;
       }
       return DISP_OK;
@@ -113,9 +114,10 @@ disp_status chk_push_arg(disp_stack *s, const chk_value *v, const chk_built *b, 
      * (full#3 gives int64, add(bool, bool, alpha=True) is no error). */
     case CHK_SCALAR_BOOL: return disp_stack_push_scalar(s, disp_scalar_int(v->i != 0));
     case CHK_DEVICE:
-      /* On a Meta run a device=cpu argument asks for the Meta device, so that
-       * factories reach their Meta kernels too. */
-      if (o->meta && v->i == DISP_BACKEND_CPU) return disp_stack_push_device(s, DISP_BACKEND_META, -1);
+      /* On a Meta or plugin-device run a device=cpu argument asks for that
+       * device, so that factories reach its kernels too. */
+      if (o->device.type != DISP_BACKEND_CPU && v->i == DISP_BACKEND_CPU)
+        return disp_stack_push_device(s, o->device.type, o->device.index);
       return disp_stack_push_device(s, (int32_t)v->i, (int32_t)v->d);
     case CHK_TENSORMETA: break;
   }
@@ -235,6 +237,9 @@ static int elem_matches(const char *p, disp_dtype dt, const char *want, char *go
  * returns, alias for views, mutated for written inputs); vcls: the class of
  * any other mismatch (value, or mutated).
  */
+static void compare_values(chk_report *r, const char *what, const disp_tensor *got, const chk_tensor *w,
+                           unsigned vcls);
+
 void chk_compare_tensor(chk_report *r, const char *what, const disp_tensor *got, const chk_value *want,
                            unsigned geom_class, unsigned vcls, const chk_opts *o) {
   const chk_tensor *w = &want->t;
@@ -260,15 +265,29 @@ void chk_compare_tensor(chk_report *r, const char *what, const disp_tensor *got,
   if (geom_class && disp_tensor_storage_offset(got) != w->offset)
     chk_addf(r, geom_class, "%s: storage offset %lld, expected %lld", what,
          (long long)disp_tensor_storage_offset(got), (long long)w->offset);
-  disp_backend want_dev = o->meta && (o->fresh_on_meta || geom_class != CL_STRIDE)
-                              ? DISP_BACKEND_META : DISP_BACKEND_CPU;
+  disp_backend want_dev = o->device.type != DISP_BACKEND_CPU && (o->fresh_on_meta || geom_class != CL_STRIDE)
+                              ? o->device.type : DISP_BACKEND_CPU;
   if (disp_tensor_device(got).type != want_dev) {
     chk_addf(r, vcls, "%s: on device %s, expected %s", what,
          disp_device_type_name(disp_tensor_device(got).type), disp_device_type_name(want_dev));
     return;
   }
-  if (want->kind != CHK_TENSOR || o->meta || disp_tensor_device(got).type != DISP_BACKEND_CPU) return;
+  if (want->kind != CHK_TENSOR || o->meta) return;
   if (numel_of(w->sizes, w->ndim) == 0) return;
+  disp_tensor *host = NULL;
+  if (chk_host_mirror(got, &host) != DISP_OK) {
+    chk_addf(r, vcls, "%s: reading it back from %s: %s", what, disp_device_type_name(want_dev), disp_last_error());
+    return;
+  }
+  compare_values(r, what, host, w, vcls);
+  disp_tensor_release(host);
+}
+
+/* The element-by-element part of chk_compare_tensor, on a host tensor. */
+static void compare_values(chk_report *r, const char *what, const disp_tensor *got, const chk_tensor *w,
+                           unsigned vcls) {
+  char a[256];
+  int nd = w->ndim;
   if (!readable(got)) {
     chk_addf(r, vcls, "%s: the tensor reaches outside its storage (or has no data)", what);
     return;
@@ -293,8 +312,20 @@ void chk_compare_tensor(chk_report *r, const char *what, const disp_tensor *got,
   }
 }
 
+static void compare_host_storage(chk_report *r, const char *what, const disp_tensor *got, const chk_tensor *w);
+
 /* Compares the whole storage of a written input with the recorded values. */
-static void compare_storage(chk_report *r, const char *what, const disp_tensor *got, const chk_tensor *w) {
+static void compare_storage(chk_report *r, const char *what, const disp_tensor *dev_t, const chk_tensor *w) {
+  disp_tensor *got = NULL;
+  if (chk_host_mirror(dev_t, &got) != DISP_OK) {
+    chk_addf(r, CL_MUTATED, "%s: reading it back: %s", what, disp_last_error());
+    return;
+  }
+  compare_host_storage(r, what, got, w);
+  disp_tensor_release(got);
+}
+
+static void compare_host_storage(chk_report *r, const char *what, const disp_tensor *got, const chk_tensor *w) {
   disp_storage *st = disp_tensor_storage(got);
   size_t item = disp_dtype_itemsize(w->dtype);
   if (!st || disp_storage_nbytes(st) < w->nvals * item || (w->nvals && !disp_storage_data(st))) {
@@ -344,10 +375,8 @@ static const chk_value *arg_value(const chk_case *c, const char *name, size_t *i
   return NULL;
 }
 
-static void check_random(chk_report *r, const chk_case *c, const chk_built *b, disp_stack *stack) {
-  disp_value *v0 = disp_stack_at(stack, 0);
-  if (!v0 || v0->tag != DISP_VALUE_TENSOR || c->nouts < 1 || c->outs[0].kind != CHK_TENSORMETA) return;
-  disp_tensor *out = v0->u.tensor;
+/* rand's and dropout's results, read on the host (mirrors of device tensors). */
+static void check_random_host(chk_report *r, const chk_case *c, disp_tensor *in, disp_tensor *out, disp_tensor *mask) {
   if (!readable(out) || disp_tensor_numel(out) == 0) return;
   disp_dtype dt = disp_tensor_dtype(out);
   int nd = disp_tensor_ndim(out);
@@ -360,18 +389,9 @@ static void check_random(chk_report *r, const chk_case *c, const chk_built *b, d
     } while (next_index(idx, sz, nd));
     return;
   }
-  int native = !strcmp(c->op, "aten::native_dropout");
-  if (strcmp(c->op, "aten::dropout") && !native) return;
-  size_t ai;
   const chk_value *pv = arg_value(c, "p", NULL);
-  if (!arg_value(c, "input", &ai) || !pv || pv->kind != CHK_FLOAT || !b[ai].t) return;
-  disp_tensor *in = b[ai].t, *mask = NULL;
-  if (native) {
-    disp_value *v1 = disp_stack_at(stack, 1);
-    if (!v1 || v1->tag != DISP_VALUE_TENSOR || !readable(v1->u.tensor)) return;
-    mask = v1->u.tensor;
-    if (disp_tensor_dtype(mask) != DISP_DTYPE_BOOL || disp_tensor_ndim(mask) != nd) return;
-  }
+  if (!in || !pv || pv->kind != CHK_FLOAT) return;
+  if (mask && (!readable(mask) || disp_tensor_dtype(mask) != DISP_DTYPE_BOOL || disp_tensor_ndim(mask) != nd)) return;
   if (!readable(in) || disp_tensor_ndim(in) != nd) return;
   double scale = 1.0 / (1.0 - pv->d);
   do {
@@ -387,6 +407,23 @@ static void check_random(chk_report *r, const chk_case *c, const chk_built *b, d
       return;
     }
   } while (next_index(idx, sz, nd));
+}
+
+static void check_random(chk_report *r, const chk_case *c, const chk_built *b, disp_stack *stack) {
+  disp_value *v0 = disp_stack_at(stack, 0), *v1 = disp_stack_at(stack, 1);
+  if (!v0 || v0->tag != DISP_VALUE_TENSOR || c->nouts < 1 || c->outs[0].kind != CHK_TENSORMETA) return;
+  size_t ai;
+  int native = !strcmp(c->op, "aten::native_dropout");
+  disp_tensor *dev[3] = {v0->u.tensor, arg_value(c, "input", &ai) ? b[ai].t : NULL,
+                         native && v1 && v1->tag == DISP_VALUE_TENSOR ? v1->u.tensor : NULL};
+  disp_tensor *host[3] = {NULL, NULL, NULL};
+  if (native && !dev[2]) return;
+  disp_status st = DISP_OK;
+  for (int k = 0; k < 3 && st == DISP_OK; k++)
+    if (dev[k]) st = chk_host_mirror(dev[k], &host[k]);
+  if (st == DISP_OK) check_random_host(r, c, host[1], host[0], host[2]);
+  else chk_addf(r, CL_VALUE, "reading the result back: %s", disp_last_error());
+  for (int k = 0; k < 3; k++) disp_tensor_release(host[k]);
 }
 
 /* ---- one case ----------------------------------------------------------- */
@@ -636,7 +673,7 @@ static char *read_cases_file(const char *path) {
 }
 
 static const char *const check_usage =
-    "usage: disp check-ops [--device cpu|meta] [--grad] [--verbose] [--fill-defaults] FILE...\n\n"
+    "usage: disp check-ops [--plugin X.so]... [--device DEVICE] [--grad] [--verbose] [--fill-defaults] FILE...\n\n"
     "Runs reference cases (shared/conformance/ops format) through the dispatcher with\n"
     "disp_call_boxed and compares returns, aliasing, mutated inputs and errors with what\n"
     "PyTorch 1.13 recorded. Prints 'PASS <case>', 'FAIL <case>: [class] why' or\n"
@@ -645,10 +682,15 @@ static const char *const check_usage =
     "crash grad.\n\n"
     "  --device meta    build inputs on the Meta device; compare dtype, sizes, strides,\n"
     "                   offset and aliasing only\n"
+    "  --device NAME    build inputs on a plugin's device (\"openreg\", \"openreg:1\"): values\n"
+    "                   are copied in and read back through the device's copy hooks\n"
+    "  --plugin X.so    load a backend plugin first (disp_plugin_load); may repeat\n"
+    "                   (every disp command takes it)\n"
     "  --verbose        also print the messages of expected errors and warnings\n"
     "  --fill-defaults  leave off trailing defaulted arguments and let\n"
     "                   disp_stack_fill_defaults supply them (default: pass all)\n"
     "  --per-op         after each file, a line '== FILE: P passed, F failed, S skipped'\n"
+    "  --failures-only  print only FAIL lines (and the --per-op lines)\n"
     "  --isolate        run each case in a child process: a crashing kernel gives\n"
     "                   'FAIL <case>: [crash] ...' and the run goes on\n"
     "  --grad           run only the cases with a requires_grad line and also check their\n"
@@ -656,71 +698,94 @@ static const char *const check_usage =
     "                   grad_output tensors, compared with the grad lines (float64\n"
     "                   tolerances; no grad line: the gradient must be None)\n";
 
+/* One case file: runs its cases, prints their lines, adds to *t. */
+static void run_file(const chk_opts *o, const char *path, chk_totals *t) {
+  char *text = read_cases_file(path);
+  if (!text) { t->failed++; t->by_class[6 /* harness */]++; return; }
+  chk_case *cases = NULL;
+  size_t ncases = 0;
+  char err[512];
+  int prc = chk_parse_file(text, &cases, &ncases, err, sizeof err);
+  long p0 = t->passed, f0 = t->failed, s0 = t->skipped;
+  for (size_t k = 0; k < ncases; k++) {
+    chk_report r = {0};
+    if (o->grad && !cases[k].nrequires_grad) { chk_case_free(&cases[k]); continue; }
+    if (o->isolate) run_case_isolated(&cases[k], o, &r);
+    else run_case(&cases[k], o, &r);
+    if (r.skip) {
+      if (!o->failures_only) printf("SKIP %s: %s\n", cases[k].name, r.msg);
+      t->skipped++;
+    } else if (r.classes) {
+      printf("FAIL %s: %s\n", cases[k].name, r.msg);
+      if (o->verbose && cases[k].note) printf("  note: %s\n", cases[k].note);
+      t->failed++;
+      for (int cl = 0; cl < CL_COUNT; cl++) t->by_class[cl] += (r.classes >> cl) & 1u;
+    } else {
+      if (!o->failures_only) printf("PASS %s\n", cases[k].name);
+      t->passed++;
+    }
+    if (o->verbose) fputs(r.info, stdout);
+    fflush(stdout);
+    chk_case_free(&cases[k]);
+  }
+  free(cases);
+  if (prc) { printf("FAIL %s: malformed file: %s\n", path, err); t->failed++; t->by_class[6 /* harness */]++; }
+  if (o->per_op)
+    printf("== %s: %ld passed, %ld failed, %ld skipped\n", path, t->passed - p0, t->failed - f0, t->skipped - s0);
+  free(text);
+}
+
+void chk_run_files(const chk_opts *o, char *const *files, int n, chk_totals *t) {
+  disp_set_warning_handler(quiet_warning, (void *)&o->verbose);
+  /* which kernels ran: the same cases are run at each capability and thread count */
+  char dev[64];
+  disp_device_format(o->device, dev, sizeof dev);
+  printf("== CPU capability %s, %d thread(s), device %s\n", disp_cpu_capability(), disp_get_num_threads(), dev);
+  for (int i = 0; i < n; i++) run_file(o, files[i], t);
+  disp_set_warning_handler(NULL, NULL);
+  if (t->failed) {
+    printf("failures by class:");
+    for (int cl = 0; cl < CL_COUNT; cl++)
+      if (t->by_class[cl]) printf(" %s %ld", class_names[cl], t->by_class[cl]);
+    printf("\n");
+  }
+}
+
 int disp_tool_check_ops(int argc, char **argv) {
   chk_opts o = {0};
+  const char *device = NULL;
+  char **files = calloc((size_t)argc + 1, sizeof *files);
   int nfiles = 0;
+  if (!files) return fprintf(stderr, "disp check-ops: out of memory\n"), 2;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(check_usage, stdout); return 0; }
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(check_usage, stdout); free(files); return 0; }
     if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) o.verbose = 1;
     else if (!strcmp(argv[i], "--fill-defaults")) o.fill_defaults = 1;
     else if (!strcmp(argv[i], "--per-op")) o.per_op = 1;
+    else if (!strcmp(argv[i], "--failures-only")) o.failures_only = 1;
     else if (!strcmp(argv[i], "--isolate")) o.isolate = 1;
     else if (!strcmp(argv[i], "--grad")) o.grad = 1;
-    else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-      const char *d = argv[++i];
-      if (!strcmp(d, "meta")) o.meta = 1;
-      else if (strcmp(d, "cpu")) { fprintf(stderr, "disp check-ops: unknown device '%s' (cpu or meta)\n", d); return 2; }
-    } else if (argv[i][0] == '-' && argv[i][1]) {
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "disp check-ops: unknown option '%s'\n\n%s", argv[i], check_usage);
+      free(files);
       return 2;
-    } else nfiles++;
+    } else files[nfiles++] = argv[i];
   }
-  if (!nfiles) { fputs(check_usage, stderr); return 2; }
-  if (o.grad && o.meta) { fprintf(stderr, "disp check-ops: --grad compares values: not with --device meta\n"); return 2; }
-  disp_set_warning_handler(quiet_warning, &o.verbose);
-  /* which kernels ran: the same cases are run at each capability and thread count */
-  printf("== CPU capability %s, %d thread(s)\n", disp_cpu_capability(), disp_get_num_threads());
-  long passed = 0, failed = 0, skipped = 0, by_class[CL_COUNT] = {0};
-  for (int i = 0; i < argc; i++) {
-    if (argv[i][0] == '-' && argv[i][1]) { if (!strcmp(argv[i], "--device")) i++; continue; }
-    char *text = read_cases_file(argv[i]);
-    if (!text) { failed++; by_class[6 /* harness */]++; continue; }
-    chk_case *cases = NULL;
-    size_t ncases = 0;
-    char err[512];
-    int prc = chk_parse_file(text, &cases, &ncases, err, sizeof err);
-    long p0 = passed, f0 = failed, s0 = skipped;
-    for (size_t k = 0; k < ncases; k++) {
-      chk_report r = {0};
-      if (o.grad && !cases[k].nrequires_grad) { chk_case_free(&cases[k]); continue; }
-      if (o.isolate) run_case_isolated(&cases[k], &o, &r);
-      else run_case(&cases[k], &o, &r);
-      if (r.skip) { printf("SKIP %s: %s\n", cases[k].name, r.msg); skipped++; }
-      else if (r.classes) {
-        printf("FAIL %s: %s\n", cases[k].name, r.msg);
-        if (o.verbose && cases[k].note) printf("  note: %s\n", cases[k].note);
-        failed++;
-        for (int cl = 0; cl < CL_COUNT; cl++) by_class[cl] += (r.classes >> cl) & 1u;
-      } else { printf("PASS %s\n", cases[k].name); passed++; }
-      if (o.verbose) fputs(r.info, stdout);
-      fflush(stdout);
-      chk_case_free(&cases[k]);
+  int rc = 2;
+  if (!nfiles) fputs(check_usage, stderr);
+  else if (!device || !disp_tool_parse_device("check-ops", device, &o.device)) {
+    o.meta = o.device.type == DISP_BACKEND_META;
+    if (o.grad && o.meta) fprintf(stderr, "disp check-ops: --grad compares values: not with --device meta\n");
+    else {
+      chk_totals t = {0};
+      chk_run_files(&o, files, nfiles, &t);
+      printf("%ld passed, %ld failed", t.passed, t.failed);
+      if (t.skipped) printf(", %ld skipped", t.skipped);
+      printf("\n");
+      rc = t.failed ? 1 : 0;
     }
-    free(cases);
-    if (prc) { printf("FAIL %s: malformed file: %s\n", argv[i], err); failed++; by_class[6 /* harness */]++; }
-    if (o.per_op)
-      printf("== %s: %ld passed, %ld failed, %ld skipped\n", argv[i], passed - p0, failed - f0, skipped - s0);
-    free(text);
   }
-  disp_set_warning_handler(NULL, NULL);
-  if (failed) {
-    printf("failures by class:");
-    for (int cl = 0; cl < CL_COUNT; cl++)
-      if (by_class[cl]) printf(" %s %ld", class_names[cl], by_class[cl]);
-    printf("\n");
-  }
-  printf("%ld passed, %ld failed", passed, failed);
-  if (skipped) printf(", %ld skipped", skipped);
-  printf("\n");
-  return failed ? 1 : 0;
+  free(files);
+  return rc;
 }

@@ -20,6 +20,7 @@
 /* Entry points for tools/disp.c: argv holds what follows the subcommand. */
 int disp_tool_check_ops(int argc, char **argv);
 int disp_tool_ops_report(int argc, char **argv);
+int disp_tool_test(int argc, char **argv); /* devtest_cmd.c */
 
 /* PyTorch's MemoryFormat enum order (c10/core/MemoryFormat.h), which is also
  * what the schema lexer gives `contiguous_format` as a default (0). */
@@ -124,14 +125,23 @@ int64_t chk_load_int(const void *p, disp_dtype dt);
 
 /*
  * chk_build_tensor - a tensor with the exact geometry of `t` over its own
- * storage holding every listed value, on CPU (values written) or Meta (no
- * data). New reference in *out; DISP_OK or an error with a message.
+ * storage holding every listed value, on `dev`: CPU (values written), Meta
+ * (no data), or another device (values written on the host, then copied
+ * into device memory through the device's hooks: the harness never touches
+ * device memory). New reference in *out; DISP_OK or an error with a message.
  */
-disp_status chk_build_tensor(const chk_tensor *t, int meta, disp_tensor **out);
+disp_status chk_build_tensor(const chk_tensor *t, disp_device dev, disp_tensor **out);
 
-/* chk_build_storage - a storage of t->nvals elements of t->dtype (values
- * written on CPU). New reference. */
-disp_status chk_build_storage(const chk_tensor *t, int meta, disp_storage **out);
+/* chk_build_storage - a storage of t->nvals elements of t->dtype on `dev`
+ * (values written, except on Meta). New reference. */
+disp_status chk_build_storage(const chk_tensor *t, disp_device dev, disp_storage **out);
+
+/*
+ * chk_host_mirror - t itself (retained) on CPU or Meta; for a tensor of
+ * another device a CPU tensor with t's geometry over a host copy of t's
+ * whole storage, made through the device's copy hook. New reference.
+ */
+disp_status chk_host_mirror(const disp_tensor *t, disp_tensor **out);
 
 /* ---- running a case (check_ops.c, shared with check_ops_grad.c) ---------- */
 
@@ -151,15 +161,32 @@ enum {
 
 typedef struct chk_opts {
   int meta;
+  /* the device inputs are built on: CPU, Meta (meta set) or a plugin's
+   * (--device NAME: results are read back through its copy hooks) */
+  disp_device device;
   int verbose;
   int fill_defaults;
   int per_op;
   int isolate;
   int grad; /* --grad: only gradient cases, their gradients checked too */
+  int failures_only; /* print FAIL lines (and --per-op summaries) only */
   /* per case, on a Meta run: fresh returns belong on Meta (the case has a
    * tensor or device argument; a factory left to device=None makes CPU) */
   int fresh_on_meta;
 } chk_opts;
+
+/* Counts over a run of case files. */
+typedef struct chk_totals {
+  long passed, failed, skipped;
+  long by_class[16];
+} chk_totals;
+
+/*
+ * chk_run_files - runs every case of files[0..n) with options o, printing a
+ * line per case (only FAIL lines with o->failures_only), a summary per file
+ * with o->per_op and the failures by class; adds the counts to *t.
+ */
+void chk_run_files(const chk_opts *o, char *const *files, int n, chk_totals *t);
 
 /* What happened to one case. */
 typedef struct chk_report {

@@ -73,7 +73,7 @@ static int outputs_for_grad(const chk_case *c, disp_stack *stack, const chk_opts
       return 0;
     }
     outs[k] = disp_tensor_retain(v->u.tensor);
-    if (chk_build_tensor(&g->v.t, o->meta, &gouts[k]) != DISP_OK) {
+    if (chk_build_tensor(&g->v.t, o->device, &gouts[k]) != DISP_OK) {
       chk_addf(r, CL_HARNESS, "grad_output %d: %s", g->ret, disp_last_error());
       return 0;
     }

@@ -128,14 +128,28 @@ int64_t chk_load_int(const void *p, disp_dtype dt) {
 
 /* ---- building ----------------------------------------------------------- */
 
-static disp_device device_for(int meta) {
-  return disp_device_make(meta ? DISP_BACKEND_META : DISP_BACKEND_CPU, -1);
+static int host_device(disp_device dev) { return dev.type == DISP_BACKEND_CPU; }
+
+/* A copy of host storage `st` on device `dev` (through its hooks). */
+static disp_status to_device(disp_storage *st, disp_device dev, disp_storage **out) {
+  size_t n = disp_storage_nbytes(st);
+  disp_storage *d = NULL;
+  disp_status s = disp_storage_new(n, dev, &d);
+  if (s == DISP_OK && n) s = disp_device_copy(disp_storage_data(d), dev, disp_storage_data(st), disp_storage_device(st), n);
+  if (s != DISP_OK) {
+    disp_storage_release(d);
+    return s;
+  }
+  *out = d;
+  return DISP_OK;
 }
 
-disp_status chk_build_storage(const chk_tensor *t, int meta, disp_storage **out) {
+disp_status chk_build_storage(const chk_tensor *t, disp_device dev, disp_storage **out) {
   size_t item = disp_dtype_itemsize(t->dtype);
   disp_storage *st = NULL;
-  disp_status s = disp_storage_new(t->nvals * item, device_for(meta), &st);
+  int meta = dev.type == DISP_BACKEND_META;
+  disp_device where = meta ? dev : disp_device_make(DISP_BACKEND_CPU, -1);
+  disp_status s = disp_storage_new(t->nvals * item, where, &st);
   if (s != DISP_OK) return s;
   char *data = disp_storage_data(st);
   if (!meta && data) {
@@ -147,17 +161,39 @@ disp_status chk_build_storage(const chk_tensor *t, int meta, disp_storage **out)
       }
     }
   }
-  *out = st;
-  return DISP_OK;
+  if (meta || host_device(dev)) {
+    *out = st;
+    return DISP_OK;
+  }
+  s = to_device(st, dev, out);
+  disp_storage_release(st);
+  return s;
 }
 
-disp_status chk_build_tensor(const chk_tensor *t, int meta, disp_tensor **out) {
+disp_status chk_build_tensor(const chk_tensor *t, disp_device dev, disp_tensor **out) {
   disp_storage *st = NULL;
-  disp_status s = chk_build_storage(t, meta, &st);
+  disp_status s = chk_build_storage(t, dev, &st);
   if (s != DISP_OK) return s;
   s = disp_tensor_new_with_storage(st, t->offset, t->sizes, t->strides, t->ndim, t->dtype,
                                    disp_keyset_empty(), out);
   disp_storage_release(st);
+  return s;
+}
+
+disp_status chk_host_mirror(const disp_tensor *t, disp_tensor **out) {
+  disp_device dev = disp_tensor_device(t);
+  disp_storage *st = disp_tensor_storage(t), *host = NULL;
+  if (dev.type == DISP_BACKEND_CPU || dev.type == DISP_BACKEND_META || !st) {
+    *out = disp_tensor_retain((disp_tensor *)t);
+    return DISP_OK;
+  }
+  size_t n = disp_storage_nbytes(st);
+  disp_status s = disp_storage_new(n, disp_device_make(DISP_BACKEND_CPU, -1), &host);
+  if (s == DISP_OK && n) s = disp_device_copy(disp_storage_data(host), disp_storage_device(host), disp_storage_data(st), dev, n);
+  if (s == DISP_OK)
+    s = disp_tensor_new_with_storage(host, disp_tensor_storage_offset(t), disp_tensor_sizes(t), disp_tensor_strides(t),
+                                     disp_tensor_ndim(t), disp_tensor_dtype(t), disp_keyset_empty(), out);
+  disp_storage_release(host);
   return s;
 }
 

@@ -18,6 +18,7 @@
 
 #include "check_ops.h"
 #include "simulate.h"
+#include "tool_plugin.h"
 
 static const char *const usage =
     "usage: disp COMMAND [ARGS]\n"
@@ -36,11 +37,17 @@ static const char *const usage =
     "  state OP                 OP's registrations (PyTorch's dumpState)\n"
     "  fallbacks                the backend fallback of every key that has one\n"
     "  ops                      the schema of every registered operator, sorted\n"
-    "  ops --backend KEY --required|--missing\n"
+    "  ops [--plugin X.so] [--backend KEY] --required|--missing\n"
     "                           the operators a backend on KEY must implement (still lacks)\n"
-    "  check-ops [--device cpu|meta] [--grad] FILE...\n"
+    "  check-ops [--plugin X.so] [--device cpu|meta|NAME] [--grad] FILE...\n"
     "                           run reference cases (conformance/ops format) and compare\n"
+    "  test [--plugin X.so]... [--device DEVICE]...\n"
+    "                           device-generic tests on cpu, meta and each plugin's device,\n"
+    "                           and every reference case on each plugin's device\n"
     "  check                    report failed static registrations and impls without a def\n"
+    "\n"
+    "Every command takes --plugin X.so (any number): backend plugins loaded first\n"
+    "(disp_plugin_load), so their operators, kernels and devices are seen.\n"
     "\n"
     "options:\n"
     "  -h, --help               this text (also COMMAND --help)\n"
@@ -267,7 +274,9 @@ static int cmd_fallbacks(int argc, char **argv) {
 
 static int cmd_ops(int argc, char **argv) {
   for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "--backend")) return disp_tool_ops_report(argc, argv);
+    if (!strcmp(argv[i], "--backend") || !strcmp(argv[i], "--plugin") || !strcmp(argv[i], "--missing") ||
+        !strcmp(argv[i], "--required"))
+      return disp_tool_ops_report(argc, argv);
   if (want_help(argc, argv) || argc) {
     puts("usage: disp ops\n\nPrints the schema of every registered operator, one per line, sorted.");
     return want_help(argc, argv) ? 0 : 2;
@@ -300,6 +309,21 @@ static int cmd_check(int argc, char **argv) {
   return 0;
 }
 
+/* `--plugin X.so` (any command, any number): loaded before the command
+ * runs, and taken out of its arguments. */
+static int load_plugins(int *argc, char **argv) {
+  int out = 2;
+  for (int i = 2; i < *argc; i++) {
+    if (!strcmp(argv[i], "--plugin") && i + 1 < *argc) {
+      if (disp_tool_load_plugin(argv[1], argv[++i])) return 1;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     fputs(usage, argc < 2 ? stderr : stdout);
@@ -312,6 +336,10 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[1];
   int rc;
+  if (load_plugins(&argc, argv)) {
+    disp_shutdown();
+    return 2;
+  }
   if (!strcmp(cmd, "schema")) rc = cmd_schema(argc - 2, argv + 2);
   else if (!strcmp(cmd, "simulate")) rc = cmd_simulate(argc - 2, argv + 2);
   else if (!strcmp(cmd, "keys")) rc = cmd_keys(argc - 2, argv + 2);
@@ -321,6 +349,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "fallbacks")) rc = cmd_fallbacks(argc - 2, argv + 2);
   else if (!strcmp(cmd, "ops")) rc = cmd_ops(argc - 2, argv + 2);
   else if (!strcmp(cmd, "check-ops")) rc = disp_tool_check_ops(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "test")) rc = disp_tool_test(argc - 2, argv + 2);
   else if (!strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
   else {
     fprintf(stderr, "disp: unknown command '%s'\n\n%s", cmd, usage);

@@ -36,11 +36,13 @@
 #include "check_ops.h"
 
 static const char *const report_usage =
-    "usage: disp ops --backend KEY --required|--missing\n\n"
+    "usage: disp ops [--plugin X.so]... [--backend KEY] --required|--missing\n\n"
     "Lists, one schema per line, sorted, the operators a backend on the runtime key KEY\n"
     "(e.g. PrivateUse1, CPU, Meta) must implement itself: PyTorch's RegistrationDeclarations\n"
     "rule, no CompositeImplicitAutograd / CompositeExplicitAutograd(NonFunctional) kernel\n"
-    "covers KEY. --missing lists those of them that have no kernel on KEY yet.\n";
+    "covers KEY. --missing lists those of them that have no kernel on KEY yet, and after\n"
+    "them a '# ' line saying whether KEY's backend fallback (e.g. the CPU fallback) would run\n"
+    "them. KEY defaults to PrivateUse1; --plugin loads a backend plugin first.\n";
 
 static int covered_by_composite(const disp_op *op, disp_key key) {
   static const disp_key composites[] = {DISP_KEY_COMPOSITE_IMPLICIT_AUTOGRAD,
@@ -56,17 +58,34 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* After --missing: whether KEY's backend fallback would take those ops. */
+static void report_fallback(disp_key key, size_t nmissing) {
+  char *dump = disp_fallback_dump();
+  const char *name = disp_key_name(key), *line = dump ? strstr(dump, name) : NULL;
+  while (line && !(line == dump || line[-1] == '\n')) line = strstr(line + 1, name);
+  if (line && line[strlen(name)] == ':') {
+    const char *end = strchr(line, '\n');
+    printf("# %zu missing on %s: its backend fallback runs them (%.*s)\n", nmissing, name,
+           (int)(end ? end - line : (long)strlen(line)), line);
+  } else {
+    printf("# %zu missing on %s: no backend fallback, calling them fails\n", nmissing, name);
+  }
+  free(dump);
+}
+
 int disp_tool_ops_report(int argc, char **argv) {
   const char *keyname = NULL;
   int missing = -1;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(report_usage, stdout); return 0; }
     if (!strcmp(argv[i], "--backend") && i + 1 < argc) keyname = argv[++i];
+
     else if (!strcmp(argv[i], "--required")) missing = 0;
     else if (!strcmp(argv[i], "--missing")) missing = 1;
     else { fprintf(stderr, "disp ops: unexpected '%s'\n\n%s", argv[i], report_usage); return 2; }
   }
-  if (!keyname || missing < 0) { fputs(report_usage, stderr); return 2; }
+  if (missing < 0) { fputs(report_usage, stderr); return 2; }
+  if (!keyname) keyname = "PrivateUse1";
   disp_key key;
   if (disp_key_parse(keyname, &key) != DISP_OK) {
     fprintf(stderr, "disp ops: %s\n", disp_last_error());
@@ -104,5 +123,6 @@ int disp_tool_ops_report(int argc, char **argv) {
   free(lines);
   free(names);
   if (rc) fprintf(stderr, "disp ops: out of memory\n");
+  if (!rc && missing) report_fallback(key, nl);
   return rc;
 }
