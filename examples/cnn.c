@@ -59,7 +59,7 @@ static disp_status cnn_init(cnn *m, uint64_t seed) {
 }
 
 int main(int argc, char **argv) {
-  train_flags f = {3, 64, 1e-3, 0, FMNIST_DEFAULT_DIR, 0};
+  train_flags f = {3, 64, 1e-3, 0, FMNIST_DEFAULT_DIR, 0, "cpu", 0, 0};
   int rc = train_parse_flags(argc, argv, "cnn", &f);
   if (rc) return rc == 2 ? 0 : rc;
   cnn m = {{0}};

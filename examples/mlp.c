@@ -50,7 +50,7 @@ static disp_status mlp_init(mlp *m, uint64_t seed) {
 }
 
 int main(int argc, char **argv) {
-  train_flags f = {12, 64, 1e-3, 0, FMNIST_DEFAULT_DIR, 0};
+  train_flags f = {12, 64, 1e-3, 0, FMNIST_DEFAULT_DIR, 0, "cpu", 0, 0};
   int rc = train_parse_flags(argc, argv, "mlp", &f);
   if (rc) return rc == 2 ? 0 : rc;
   mlp m = {{0}};

@@ -19,8 +19,9 @@ static double now_s(void) {
 static int usage(const char *prog, const train_flags *d) {
   fprintf(stderr,
           "usage: %s [--epochs N] [--batch N] [--lr X] [--seed N] [--data DIR] [--threads N]\n"
-          "  defaults: --epochs %d --batch %lld --lr %g --seed %llu --data %s\n",
-          prog, d->epochs, (long long)d->batch, d->lr, (unsigned long long)d->seed, d->data);
+          "       [--device cpu|NAME] [--steps N] [--loss-every N]\n"
+          "  defaults: --epochs %d --batch %lld --lr %g --seed %llu --data %s --device %s\n",
+          prog, d->epochs, (long long)d->batch, d->lr, (unsigned long long)d->seed, d->data, d->device);
   return 1;
 }
 
@@ -37,14 +38,70 @@ int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f) {
     else if (!strcmp(a, "--seed")) f->seed = strtoull(v, &end, 10);
     else if (!strcmp(a, "--threads")) f->threads = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--data")) f->data = v, end = (char *)v + strlen(v);
+    else if (!strcmp(a, "--device")) f->device = v, end = (char *)v + strlen(v);
+    else if (!strcmp(a, "--steps")) f->steps = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--loss-every")) f->loss_every = strtoll(v, &end, 10);
     else return usage(prog, &d);
-    if (!end || *end || f->epochs < 0 || f->batch <= 0 || !(f->lr > 0) || f->threads < 0) {
+    if (!end || *end || f->epochs < 0 || f->batch <= 0 || !(f->lr > 0) || f->threads < 0 || f->steps < 0 ||
+        f->loss_every < 0) {
       fprintf(stderr, "%s: bad value '%s' for %s\n", prog, v, a);
       return 1;
     }
     i++;
   }
   return 0;
+}
+
+/* ---- the device ------------------------------------------------------------------ */
+
+/* <dir of this program>/../lib/lib<name>.so: where the build puts plugins. */
+static int plugin_path(const char *name, char *buf, size_t len) {
+  ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char *slash = strrchr(buf, '/');
+  if (!slash) return 0;
+  *slash = '\0';
+  size_t used = strlen(buf);
+  return snprintf(buf + used, len - used, "/../lib/lib%s.so", name) < (int)(len - used);
+}
+
+disp_status train_device(const train_flags *f, disp_device *out) {
+  disp_device d;
+  disp_status st = disp_device_parse(f->device, &d);
+  if (st != DISP_OK && !strchr(f->device, ':')) {
+    char path[4096];
+    disp_plugin *p = NULL;
+    if (plugin_path(f->device, path, sizeof path) && disp_plugin_load(path, &p) == DISP_OK)
+      st = disp_device_parse(f->device, &d);
+  }
+  if (st != DISP_OK) return st;
+  if (d.index < 0 && d.type != DISP_BACKEND_CPU) d.index = 0;
+  *out = d;
+  return DISP_OK;
+}
+
+/* *t moved to dev (no graph: parameters and batches are leaves). */
+static disp_status to_device(disp_tensor **t, disp_device dev) {
+  if (dev.type == DISP_BACKEND_CPU) return DISP_OK;
+  disp_tls_state g = disp_grad_mode_push(0);
+  disp_opt_device d = {dev.type, dev.index, true};
+  disp_tensor *moved = NULL;
+  disp_status st = disp_aten_to_device(*t, d, disp_tensor_dtype(*t), false, false, -1, &moved);
+  disp_tls_restore(g);
+  if (st != DISP_OK) return st;
+  disp_tensor_release(*t);
+  *t = moved;
+  return DISP_OK;
+}
+
+static disp_status params_to_device(train_model *m, disp_device dev) {
+  disp_status st = DISP_OK;
+  for (size_t i = 0; i < m->nparams && st == DISP_OK && dev.type != DISP_BACKEND_CPU; i++) {
+    st = to_device(&m->params[i], dev);
+    if (st == DISP_OK) st = disp_tensor_set_requires_grad(m->params[i], 1);
+  }
+  return st;
 }
 
 /* ---- parameters ----------------------------------------------------------------- */
@@ -96,9 +153,10 @@ static void progress(int epoch, const train_flags *f, int64_t b, int64_t nb, con
 }
 
 static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_set *train, int64_t *perm,
-                             uint64_t *rng, int epoch, const train_flags *f, epoch_stats *s) {
-  int tty = isatty(STDOUT_FILENO);
+                             uint64_t *rng, int epoch, const train_flags *f, disp_device dev, epoch_stats *s) {
+  int tty = isatty(STDOUT_FILENO) && !f->loss_every;
   int64_t nb = fmnist_batch_count(train, f->batch);
+  if (f->steps && f->steps < nb) nb = f->steps;
   disp_status st = fmnist_shuffle(perm, train->count, rng);
   double t0 = now_s();
   memset(s, 0, sizeof *s);
@@ -106,8 +164,12 @@ static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_s
     disp_tensor *x = NULL, *y = NULL;
     double loss = 0;
     st = fmnist_batch(train, perm, f->batch, b, m->shape, &x, &y);
+    if (st == DISP_OK) st = to_device(&x, dev);
+    if (st == DISP_OK) st = to_device(&y, dev);
     if (st == DISP_OK) st = train_step(m, opt, x, y, &loss);
     if (st == DISP_OK) s->loss_sum += loss, s->batches++, s->images += disp_tensor_sizes(x)[0];
+    if (st == DISP_OK && f->loss_every && (b + 1) % f->loss_every == 0)
+      printf("epoch %d step %lld loss %.6f\n", epoch, (long long)(b + 1), loss);
     disp_tensor_release(x);
     disp_tensor_release(y);
     if (tty && (b % 20 == 0 || b + 1 == nb)) progress(epoch, f, b + 1, nb, s, t0);
@@ -133,7 +195,7 @@ static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, in
   return st;
 }
 
-static disp_status evaluate(train_model *m, const fmnist_set *test, double *accuracy) {
+static disp_status evaluate(train_model *m, const fmnist_set *test, disp_device dev, double *accuracy) {
   int64_t *order = malloc((size_t)test->count * sizeof *order), correct = 0, bs = 1000;
   if (!order) return disp_set_error(DISP_ERR_NO_MEMORY, "evaluate: out of memory");
   for (int64_t i = 0; i < test->count; i++) order[i] = i;
@@ -142,6 +204,8 @@ static disp_status evaluate(train_model *m, const fmnist_set *test, double *accu
   for (int64_t b = 0; st == DISP_OK && b < fmnist_batch_count(test, bs); b++) {
     disp_tensor *x = NULL, *y = NULL;
     st = fmnist_batch(test, order, bs, b, m->shape, &x, &y);
+    if (st == DISP_OK) st = to_device(&x, dev);
+    if (st == DISP_OK) st = to_device(&y, dev);
     if (st == DISP_OK) st = correct_in(m, x, y, &correct);
     disp_tensor_release(x), disp_tensor_release(y);
   }
@@ -174,23 +238,28 @@ int train_run(train_model *m, const train_flags *f) {
   disp_adam_options o = disp_adam_options_default();
   o.lr = f->lr;
   disp_optimizer *opt = NULL;
-  disp_status st = disp_optim_adam_new(m->params, m->nparams, &o, &opt);
+  disp_device dev = disp_device_make(DISP_BACKEND_CPU, -1);
+  disp_status st = train_device(f, &dev);
+  if (st == DISP_OK) st = params_to_device(m, dev);
+  if (st == DISP_OK) st = disp_optim_adam_new(m->params, m->nparams, &o, &opt);
   int64_t *perm = malloc((size_t)train.count * sizeof *perm);
   uint64_t rng = f->seed;
-  int rc = st != DISP_OK ? fail("optimizer", st) : !perm ? fail("out of memory", DISP_ERR_NO_MEMORY) : 0;
+  int rc = st != DISP_OK ? fail("setup", st) : !perm ? fail("out of memory", DISP_ERR_NO_MEMORY) : 0;
   for (int64_t i = 0; perm && i < train.count; i++) perm[i] = i;
-  printf("training on %lld images, %d epoch(s), batch %lld, Adam lr %g, %d thread(s)\n", (long long)train.count,
-         f->epochs, (long long)f->batch, f->lr, disp_get_num_threads());
+  char devname[64];
+  disp_device_format(dev, devname, sizeof devname);
+  printf("training on %lld images, %d epoch(s), batch %lld, Adam lr %g, %d thread(s), device %s\n",
+         (long long)train.count, f->epochs, (long long)f->batch, f->lr, disp_get_num_threads(), devname);
   for (int e = 1; !rc && e <= f->epochs; e++) {
     epoch_stats s;
-    st = run_epoch(m, opt, &train, perm, &rng, e, f, &s);
+    st = run_epoch(m, opt, &train, perm, &rng, e, f, dev, &s);
     if (st != DISP_OK) rc = fail("training", st);
     else
       printf("epoch %d/%d: loss %.4f, %.1f s, %.0f images/s\n", e, f->epochs, s.loss_sum / (double)s.batches,
              s.seconds, (double)s.images / s.seconds);
   }
   double acc = 0;
-  if (!rc && (st = evaluate(m, &test, &acc)) != DISP_OK) rc = fail("evaluation", st);
+  if (!rc && (st = evaluate(m, &test, dev, &acc)) != DISP_OK) rc = fail("evaluation", st);
   if (!rc) printf("test accuracy: %.4f\n", acc);
   free(perm);
   disp_optim_free(opt);

@@ -14,7 +14,8 @@
 
 #include "fmnist.h"
 
-/* Command-line settings (--epochs --batch --lr --seed --data --threads). */
+/* Command-line settings (--epochs --batch --lr --seed --data --threads --device
+ * --steps --loss-every). */
 typedef struct train_flags {
   int epochs;
   int64_t batch;
@@ -22,6 +23,9 @@ typedef struct train_flags {
   uint64_t seed;
   const char *data;
   int threads; /* 0: the library's default */
+  const char *device; /* "cpu", or a plugin's device ("openreg"): --device */
+  int64_t steps;      /* at most this many steps an epoch (0: all): --steps */
+  int64_t loss_every; /* print "step S loss L" every this many steps (0: never): --loss-every */
 } train_flags;
 
 /* Parses argv over the defaults in *f; prints usage and returns 1 on a bad
@@ -31,6 +35,8 @@ int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f);
 /* A model: logits (new reference) for a batch of inputs. */
 typedef disp_status (*train_forward_fn)(void *model, disp_tensor *x, disp_tensor **logits);
 
+/* A model's parameters are made on the CPU (the same values whatever the
+ * device) and moved by train_run to the device the flags name. */
 typedef struct train_model {
   void *state;
   train_forward_fn forward;
@@ -50,6 +56,13 @@ disp_status train_param(const int64_t *sizes, int ndim, int64_t fan_in, disp_ten
 /* One training step on a batch: forward, cross-entropy (mean), zero_grad
  * (set to None), backward, optimizer step; *loss gets the batch's loss. */
 disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss);
+
+/*
+ * train_device - the device f names. A name no loaded plugin has registered
+ * yet ("openreg") loads lib<name>.so from the build's lib/ directory next to
+ * this program's bin/ (DISP_PLUGINS or disp_plugin_load work too).
+ */
+disp_status train_device(const train_flags *f, disp_device *out);
 
 /* Trains m on the training set per f, printing progress; then prints the
  * test accuracy as the last line ("test accuracy: 0.XXXX"). */

@@ -17,12 +17,31 @@ static disp_device factory_device(disp_opt_device d) {
   return disp_device_make(DISP_BACKEND_PRIVATEUSE1, index);
 }
 
+/* Channels-last strides (N, C, H, W) -> C fastest, then W, H, N; the
+ * same for 5-D with D. 0 when the rank does not fit the format. */
+static int channels_last_strides(disp_int_list size, int32_t memory_format, int64_t *strides) {
+  size_t want = memory_format == DISP_MEMORY_FORMAT_CHANNELS_LAST ? 4 : 5;
+  if (size.len != want) return 0;
+  int64_t s = 1;
+  strides[1] = s, s *= size.data[1] > 1 ? size.data[1] : 1;
+  for (size_t d = size.len - 1; d >= 2; d--) strides[d] = s, s *= size.data[d] > 1 ? size.data[d] : 1;
+  strides[0] = s;
+  return 1;
+}
+
 static disp_status or_empty(disp_int_list size, int32_t dtype, int32_t layout, disp_opt_device device,
                             disp_opt_bool pin_memory, int32_t memory_format, disp_tensor **out) {
   (void)pin_memory;
-  if (layout > 0 || (memory_format > 0 && memory_format != DISP_MEMORY_FORMAT_PRESERVE))
-    return disp_set_error(DISP_ERR_INVALID_ARG, "openreg: empty: only strided contiguous tensors are supported");
+  if (layout > 0) return disp_set_error(DISP_ERR_INVALID_ARG, "openreg: empty: only strided tensors are supported");
   disp_dtype dt = dtype < 0 ? DISP_DTYPE_FLOAT32 : (disp_dtype)dtype;
+  if (memory_format == DISP_MEMORY_FORMAT_CHANNELS_LAST || memory_format == DISP_MEMORY_FORMAT_CHANNELS_LAST_3D) {
+    int64_t strides[5];
+    if (!channels_last_strides(size, memory_format, strides))
+      return disp_set_error(DISP_ERR_INVALID_ARG, "required rank %d tensor to use %s format",
+                            memory_format == DISP_MEMORY_FORMAT_CHANNELS_LAST ? 4 : 5,
+                            memory_format == DISP_MEMORY_FORMAT_CHANNELS_LAST ? "channels_last" : "channels_last_3d");
+    return disp_tensor_empty_strided(size.data, strides, (int)size.len, dt, factory_device(device), out);
+  }
   return disp_tensor_empty(size.data, (int)size.len, dt, factory_device(device), out);
 }
 
@@ -64,6 +83,13 @@ static disp_status or_local_scalar_dense(disp_tensor *self, disp_scalar *out) {
 static disp_status or_resize_(disp_tensor *self, disp_int_list size, int32_t memory_format, disp_tensor **out) {
   if (memory_format > 0 && memory_format != DISP_MEMORY_FORMAT_CONTIGUOUS)
     return disp_set_error(DISP_ERR_INVALID_ARG, "openreg: resize_: only the contiguous memory format");
+  /* as 1.13's resize_: the same sizes and no format asked keep the strides */
+  int same = memory_format < 0 && (int)size.len == disp_tensor_ndim(self);
+  for (size_t d = 0; same && d < size.len; d++) same = size.data[d] == disp_tensor_sizes(self)[d];
+  if (same) {
+    *out = disp_tensor_retain(self);
+    return DISP_OK;
+  }
   disp_status st = disp_tensor_resize(self, size.data, NULL, (int)size.len);
   if (st == DISP_OK) *out = disp_tensor_retain(self);
   return st;

@@ -1,6 +1,6 @@
 /*
  * native.c - openreg's own kernels for the ops a model spends its time in
- * (add, mul, mm, addmm, relu) and for relu's backward (threshold_backward,
+ * (add, mul, mm, addmm, relu, fill_, zero_) and for relu's backward (threshold_backward,
  * seed 000's "device-specific backward kernel": registered on PrivateUse1,
  * autograd's ReluBackward0 reaches it through the dispatcher). Everything
  * else takes the CPU fallback (plugin.c).
@@ -50,6 +50,21 @@ static disp_status or_relu_(disp_tensor *self, disp_tensor **out) {
   return or_end_inplace(&c, self, out);
 }
 
+/* fill_ and zero_ write every element, overlapping views (expand) too:
+ * through the CPU fallback they would be copied back with copy_, which
+ * refuses a destination whose elements share memory. */
+static disp_status or_fill_(disp_tensor *self, disp_scalar value, disp_tensor **out) {
+  or_call c;
+  if (or_begin(&c, &self, 1) == DISP_OK) c.st = disp_aten_fill__Scalar(c.in[0], value, &c.result);
+  return or_end_inplace(&c, self, out);
+}
+
+static disp_status or_zero_(disp_tensor *self, disp_tensor **out) {
+  or_call c;
+  if (or_begin(&c, &self, 1) == DISP_OK) c.st = disp_aten_zero_(c.in[0], &c.result);
+  return or_end_inplace(&c, self, out);
+}
+
 /* Counted so the tests can see autograd used the device's own backward. */
 static _Atomic long g_threshold_backward_calls;
 
@@ -76,4 +91,6 @@ DISP_LIBRARY_IMPL(aten, PRIVATEUSE1, m) {
   IMPL(m, "relu", or_relu);
   IMPL(m, "relu_", or_relu_);
   IMPL(m, "threshold_backward", or_threshold_backward);
+  IMPL(m, "fill_.Scalar", or_fill_);
+  IMPL(m, "zero_", or_zero_);
 }

@@ -20,9 +20,29 @@ disp_status or_view_as_cpu(disp_tensor *t, disp_tensor **out) {
   return s;
 }
 
+/* Whether c's elements tile its extent exactly (no gaps, no overlap): then
+ * the device copy keeps c's strides, as PyTorch's kernels give results the
+ * layout of their inputs. */
+static int dense(disp_tensor *c) {
+  int64_t expect = 1;
+  int nd = disp_tensor_ndim(c), used[DISP_TENSOR_MAX_DIMS] = {0};
+  for (int k = 0; k < nd; k++) {
+    int best = -1;
+    for (int d = 0; d < nd; d++)
+      if (!used[d] && disp_tensor_sizes(c)[d] != 1 && (best < 0 || disp_tensor_strides(c)[d] < disp_tensor_strides(c)[best]))
+        best = d;
+    if (best < 0) break;
+    if (disp_tensor_strides(c)[best] != expect) return 0;
+    used[best] = 1, expect *= disp_tensor_sizes(c)[best];
+  }
+  return 1;
+}
+
 disp_status or_to_device(disp_tensor *c, disp_device dev, disp_tensor **out) {
   disp_tensor *t = NULL, *view = NULL, *r = NULL;
-  disp_status s = disp_tensor_empty(disp_tensor_sizes(c), disp_tensor_ndim(c), disp_tensor_dtype(c), dev, &t);
+  disp_status s = dense(c) ? disp_tensor_empty_strided(disp_tensor_sizes(c), disp_tensor_strides(c), disp_tensor_ndim(c),
+                                                       disp_tensor_dtype(c), dev, &t)
+                           : disp_tensor_empty(disp_tensor_sizes(c), disp_tensor_ndim(c), disp_tensor_dtype(c), dev, &t);
   if (s == DISP_OK) s = or_view_as_cpu(t, &view);
   if (s == DISP_OK) s = disp_aten_copy_(view, c, false, &r);
   disp_tensor_release(r), disp_tensor_release(view);
