@@ -601,19 +601,23 @@ int main(int argc, char **argv) {
    * this key, then bump the version counter of every argument the schema
    * says is written (Tensor(a!)), so autograd can tell a saved tensor was
    * modified. View ops pass through (their kernels already share storage
-   * and version counter with the base). */
+   * and version counter with the base). The op runs with autograd and
+   * ADInplaceOrView excluded (AutoDispatchBelowADInplaceOrView), so the
+   * calls a kernel makes (add_'s CompositeExplicitAutogradNonFunctional
+   * kernel calls add.out on self) do not bump self a second time. */
   for (int d = 0; d < NDECLS; d++) {
     if (!(decls[d].kernels & DISP_K_ADIOV)) continue;
     const disp_schema *s = schemas[d];
     const disp_signature *sig = sigs[d];
     fprintf(c, "static disp_status adinplace_%s(", decls[d].id);
     params(c, s, sig, 1, 1);
-    fprintf(c, ") {\n  disp_status st;\n  DISP_REDISPATCH(st, aten_op(ATEN_%s), "
+    fprintf(c, ") {\n  disp_status st;\n  disp_tls_state below = disp_tls_below_adinplaceorview_push();\n"
+               "  DISP_REDISPATCH(st, aten_op(ATEN_%s), "
                "disp_keyset_and(ks, disp_keyset_full_after(DISP_KEY_AD_INPLACE_OR_VIEW)), (", decls[d].id);
     params(c, s, sig, 0, 0);
     fprintf(c, "), ");
     call_args(c, s, sig);
-    fprintf(c, ");\n  if (st != DISP_OK) return st;\n");
+    fprintf(c, ");\n  disp_tls_restore(below);\n  if (st != DISP_OK) return st;\n");
     int writes = 0;
     for (int i = 0; i < sig->nargs; i++) {
       if (sig->args[i] != DISP_CT_TENSOR || !s->args[i].alias || !s->args[i].alias->is_write) continue;

@@ -7,8 +7,9 @@
  * with exactly the rules of torch.optim 1.13's single-tensor implementations
  * (_single_tensor_sgd, _single_tensor_adam, _single_tensor_adamw): the same
  * operations in the same order, each rounded to the parameter's dtype as
- * ATen rounds it, so results agree with libtorch 1.13 on an AVX2 machine
- * bit for bit (tests/test_optim.c compares them over several steps).
+ * ATen rounds it, so results on the CPU agree with libtorch 1.13 on an
+ * AVX2 machine bit for bit (tests/test_optim.c compares them over several
+ * steps); other devices: Note [Optimizer devices].
  *
  *   disp_adam_options o = disp_adam_options_default();
  *   o.lr = 1e-3;
@@ -31,13 +32,32 @@
  * The update runs with grad mode off, so autograd records nothing, and
  * changes parameters in place: each parameter's version counter goes up by
  * one for each in-place operation PyTorch's update applies to it (SGD and
- * Adam one, AdamW two). Parameters must be dense, contiguous CPU tensors of
- * float32 or float64 (checked when the optimizer is made); a gradient must
- * have its parameter's dtype, sizes and device (a non-contiguous one is
- * read through a contiguous copy). Other devices and dtypes are refused
- * with a message naming the parameter. A parameter listed twice gets a
- * warning, as in PyTorch, and is then updated twice a step, each entry
- * with its own state (PyTorch shares one state between the two).
+ * Adam one, AdamW two). A gradient must have its parameter's dtype, sizes
+ * and device. A parameter listed twice gets a warning, as in PyTorch, and
+ * is then updated twice a step, each entry with its own state (PyTorch
+ * shares one state between the two).
+ *
+ * Note [Optimizer devices]
+ * A CPU parameter must be a dense contiguous float32 or float64 tensor; its
+ * update is the loops above, bit-exact (a non-contiguous gradient is read
+ * through a contiguous copy). A parameter on any other device - a backend's
+ * (PrivateUse1 ...), Meta - may be any dense floating-point tensor; its
+ * update is 1.13's same sequence of tensor operations (mul_, add_, add,
+ * neg, clone, sqrt, div_, maximum, copy_; zeros_like for new state), each
+ * dispatched as a user's call is, so the device's own kernels or its CPU
+ * fallback do the work and the library never reads device memory. State
+ * tensors live on the parameter's device. Three operations 1.13 uses are
+ * composed from those, left to right: addcmul_ (exp_avg_sq's update),
+ * addcdiv_ (the parameter's) and maximum(out=) (amsgrad). The composed
+ * addcmul_ rounds the product before the sum where ATen's kernel fuses
+ * them, and each device's kernels round as they do (libdispatch's CPU add
+ * with alpha, which a CPU fallback runs, rounds alpha * other first), so
+ * the results agree with the CPU loops to float tolerance, not bit for bit
+ * (tests/test_optim_device.c: 1e-6 relative for float32). On Meta the
+ * update computes shapes only. One optimizer may hold parameters of several
+ * devices (as PyTorch allows). Other parameters (integer or complex
+ * dtypes, sparse layouts, non-contiguous CPU tensors) are refused when the
+ * optimizer is made, with a message naming the parameter.
  *
  * Thread safety: an optimizer is not thread-safe; use it from one thread
  * at a time, and do not run a step while another thread uses its
@@ -110,9 +130,9 @@ DISP_API disp_adam_options disp_adamw_options_default(void);
  * "Nesterov momentum requires a momentum and zero dampening", "Invalid
  * epsilon value: ...", "Invalid beta parameter at index 0: ..." (numbers
  * printed as Python prints floats); SGD without lr: "parameter group didn't
- * specify a value of required optimization parameter lr"; a parameter that
- * is not a dense contiguous float32/float64 CPU tensor (the message names
- * its index); NULL params (with n > 0), a NULL element, o or out.
+ * specify a value of required optimization parameter lr"; a parameter
+ * Note [Optimizer devices] refuses (the message names its index); NULL
+ * params (with n > 0), a NULL element, o or out.
  * DISP_ERR_NO_MEMORY. Thread-safe (each call makes its own optimizer).
  */
 DISP_API disp_status disp_optim_sgd_new(disp_tensor *const *params, size_t n,
@@ -124,22 +144,32 @@ DISP_API disp_status disp_optim_adamw_new(disp_tensor *const *params, size_t n,
 
 /*
  * disp_optim_step - one update of every parameter that has a gradient
- * (optimizer.step()). Gradients are checked before anything changes: on an
- * error no parameter and no state has been updated.
- * Errors: DISP_ERR_INVALID_ARG (NULL opt; a gradient whose dtype, sizes or
- * device differ from its parameter's; a sparse gradient: "Adam does not
- * support sparse gradients, please consider SparseAdam instead", "AdamW does
- * not support sparse gradients"; an inference-tensor parameter outside
- * inference mode), DISP_ERR_NO_MEMORY (state not allocated; nothing
- * updated). Not thread-safe (see the top of this header).
+ * (optimizer.step()). Gradients are checked and new state is allocated
+ * before anything changes: on such an error no parameter and no state has
+ * been updated. Parameters off the CPU are updated by dispatched operations
+ * (Note [Optimizer devices]): an error of the device's kernels stops the
+ * step there and is returned (the message names the operator), leaving
+ * what 1.13's loop leaves after an exception - the parameters and state
+ * updated so far, Adam's step count of that parameter advanced (1.13 counts
+ * first), a new SGD momentum buffer not kept.
+ * Errors: DISP_ERR_INVALID_ARG (NULL opt; a gradient whose dtype or sizes
+ * differ from its parameter's; one on another device: "Expected all tensors
+ * to be on the same device, but found at least two devices, privateuseone:0
+ * and cpu!" (disp_tensor_set_grad refuses to assign one already); a sparse
+ * gradient: "Adam does not support sparse gradients, please consider
+ * SparseAdam instead", "AdamW does not support sparse gradients"; an
+ * inference-tensor parameter outside inference mode), DISP_ERR_NO_MEMORY
+ * (state not allocated; nothing updated), and whatever a device's kernel
+ * reports. Not thread-safe (see the top of this header).
  */
 DISP_API disp_status disp_optim_step(disp_optimizer *opt);
 
 /*
  * disp_optim_zero_grad - optimizer.zero_grad(set_to_none) of 1.13: with
  * set_to_none != 0 every gradient becomes None; otherwise each existing
- * gradient is detached from any graph and filled with zeros in place (its
- * version counter goes up). Parameters without a gradient are left alone.
+ * gradient is detached from any graph and filled with zeros in place by a
+ * dispatched zero_ (on its device's kernel; its version counter goes up).
+ * Parameters without a gradient are left alone.
  * Errors: DISP_ERR_INVALID_ARG (NULL opt), or what zeroing reports.
  * Not thread-safe.
  */

@@ -2,7 +2,8 @@
  * optim.c - the optimizer object of disp/optim.h: creation with
  * torch.optim 1.13's checks, the step driver (check everything, then
  * update), zero_grad and the accessors. The update rules themselves are in
- * optim_sgd.c and optim_adam.c.
+ * optim_sgd.c and optim_adam.c (CPU loops) and optim_device.c (dispatched,
+ * Note [Optimizer devices]).
  */
 #include <math.h>
 #include <stdio.h>
@@ -109,11 +110,18 @@ static disp_status check_adam(const disp_adam_options *o) {
 
 /* ---- creation ------------------------------------------------------------ */
 
-/* What the update loops can work on: dense contiguous float32/float64 on the CPU. */
+int disp__optim_on_device(const disp_tensor *p) { return disp_tensor_device(p).type != DISP_BACKEND_CPU; }
+
+/*
+ * What the updates can work on (Note [Optimizer devices]): the CPU loops
+ * dense contiguous float32/float64 data; the dispatched path any dense
+ * floating-point tensor (the device's kernels decide what else they take).
+ */
 static int param_supported(const disp_tensor *p) {
   disp_dtype dt = disp_tensor_dtype(p);
-  return (dt == DISP_DTYPE_FLOAT32 || dt == DISP_DTYPE_FLOAT64) && disp_tensor_layout(p) == DISP_LAYOUT_STRIDED &&
-         disp_tensor_device(p).type == DISP_BACKEND_CPU && disp_tensor_is_contiguous(p) &&
+  if (disp_tensor_layout(p) != DISP_LAYOUT_STRIDED) return 0;
+  if (disp__optim_on_device(p)) return disp_dtype_is_floating(dt);
+  return (dt == DISP_DTYPE_FLOAT32 || dt == DISP_DTYPE_FLOAT64) && disp_tensor_is_contiguous(p) &&
          disp_tensor_opaque_handle(p) == NULL;
 }
 
@@ -134,7 +142,7 @@ static disp_status check_params(const char *fn, disp_tensor *const *params, size
     disp_device_format(disp_tensor_device(params[i]), dev, sizeof dev);
     return disp__fail(DISP_ERR_INVALID_ARG,
                       "%s: parameter %zu is a %s%s tensor on %s; the optimizers update dense contiguous "
-                      "float32 or float64 CPU tensors only",
+                      "float32 or float64 CPU tensors and dense floating-point tensors of other devices",
                       fn, i, disp_tensor_is_contiguous(params[i]) ? "" : "non-contiguous ",
                       disp_dtype_name(disp_tensor_dtype(params[i])), dev);
   }
@@ -218,6 +226,9 @@ DISP_API void disp_optim_free(disp_optimizer *opt) {
 /* ---- step ---------------------------------------------------------------- */
 
 disp_status disp__optim_zeros_like(disp_tensor *like, disp_tensor **out) {
+  if (disp__optim_on_device(like)) /* 1.13's torch.zeros_like(p, memory_format=torch.preserve_format) */
+    return disp_aten_zeros_like(like, -1, -1, (disp_opt_device){0, 0, false}, (disp_opt_bool){false, false},
+                                DISP_MEMORY_FORMAT_PRESERVE, out);
   disp_status st = disp_tensor_empty(disp_tensor_sizes(like), disp_tensor_ndim(like), disp_tensor_dtype(like),
                                      disp_tensor_device(like), out);
   if (st != DISP_OK) return st;
@@ -241,9 +252,10 @@ int disp__optim_cpu_has_fma(void) {
 #endif
 }
 
-/* Which state slots parameter updates of this optimizer use. */
-static int state_slots(const disp_optimizer *opt) {
-  if (opt->kind == OPTIM_SGD) return opt->sgd.momentum != 0.0 ? 1 : 0;
+/* Which state slots the step's first phase allocates for parameter p. SGD's
+ * dispatched path clones its momentum buffer in the update, as 1.13 does. */
+static int state_slots(const disp_optimizer *opt, const disp_tensor *p) {
+  if (opt->kind == OPTIM_SGD) return opt->sgd.momentum != 0.0 && !disp__optim_on_device(p) ? 1 : 0;
   return opt->adam.amsgrad ? 3 : 2;
 }
 
@@ -257,15 +269,25 @@ static disp_status check_grad(const disp_optimizer *opt, size_t i, disp_tensor *
                         "Adam does not support sparse gradients, please consider SparseAdam instead");
     return disp__fail(DISP_ERR_INVALID_ARG, "%s does not support sparse gradients", kind_name(opt->kind));
   }
+  if (!disp_device_equal(disp_tensor_device(g), disp_tensor_device(p))) {
+    /* what 1.13's first operation on both (TensorIterator's device check) says */
+    char pd[32], gd[32];
+    disp_device_format(disp_tensor_device(p), pd, sizeof pd);
+    disp_device_format(disp_tensor_device(g), gd, sizeof gd);
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "disp_optim_step: parameter %zu: Expected all tensors to be on the same device, but found "
+                      "at least two devices, %s and %s!",
+                      i, pd, gd);
+  }
   int ndim = disp_tensor_ndim(p);
-  int same = disp_tensor_dtype(g) == disp_tensor_dtype(p) &&
-             disp_device_equal(disp_tensor_device(g), disp_tensor_device(p)) && disp_tensor_ndim(g) == ndim &&
-             disp_tensor_opaque_handle(g) == NULL &&
+  /* the loops read a CPU gradient's data; the dispatched path hands it to the device's kernels */
+  int same = disp_tensor_dtype(g) == disp_tensor_dtype(p) && disp_tensor_ndim(g) == ndim &&
+             (disp__optim_on_device(p) || disp_tensor_opaque_handle(g) == NULL) &&
              memcmp(disp_tensor_sizes(g), disp_tensor_sizes(p), (size_t)ndim * sizeof(int64_t)) == 0;
   if (!same)
     return disp__fail(DISP_ERR_INVALID_ARG,
-                      "disp_optim_step: the gradient of parameter %zu differs from the parameter in dtype, "
-                      "sizes or device (%s grad of a %s parameter)",
+                      "disp_optim_step: the gradient of parameter %zu differs from the parameter in dtype "
+                      "or sizes (%s grad of a %s parameter)",
                       i, disp_dtype_name(disp_tensor_dtype(g)), disp_dtype_name(disp_tensor_dtype(p)));
   if (disp_tensor_is_inference(p) && !disp_inference_mode_enabled())
     return disp_tensor_bump_version(p); /* fails with PyTorch's message, changes nothing */
@@ -277,13 +299,25 @@ static disp_status check_grad(const disp_optimizer *opt, size_t i, disp_tensor *
  * copy when needed (*gc: a new reference), and allocate missing state.
  */
 static disp_status prepare(disp_optimizer *opt, size_t i, disp_tensor *g, disp_tensor **gc) {
-  disp_status st = check_grad(opt, i, opt->params[i], g);
+  disp_tensor *p = opt->params[i];
+  disp_status st = check_grad(opt, i, p, g);
   if (st != DISP_OK) return st;
-  st = disp_tensor_is_contiguous(g) ? DISP_OK : disp_aten_contiguous(g, DISP_MEMORY_FORMAT_CONTIGUOUS, gc);
+  int copy = !disp__optim_on_device(p) && !disp_tensor_is_contiguous(g); /* the loops read it flat */
+  st = copy ? disp_aten_contiguous(g, DISP_MEMORY_FORMAT_CONTIGUOUS, gc) : DISP_OK;
   if (st == DISP_OK && *gc == NULL) *gc = disp_tensor_retain(g);
-  for (int k = 0; st == DISP_OK && k < state_slots(opt); ++k)
-    if (opt->state[i].t[k] == NULL) st = disp__optim_zeros_like(opt->params[i], &opt->state[i].t[k]);
+  for (int k = 0; st == DISP_OK && k < state_slots(opt, p); ++k)
+    if (opt->state[i].t[k] == NULL) st = disp__optim_zeros_like(p, &opt->state[i].t[k]);
   return st;
+}
+
+/* Phase 2 for parameter i: its update, by the loops or dispatched. */
+static disp_status update(disp_optimizer *opt, size_t i, disp_tensor *g) {
+  int sgd = opt->kind == OPTIM_SGD;
+  if (disp__optim_on_device(opt->params[i]))
+    return sgd ? disp__optim_sgd_device_update(opt, i, g) : disp__optim_adam_device_update(opt, i, g);
+  if (sgd) disp__optim_sgd_update(opt, i, g);
+  else disp__optim_adam_update(opt, i, g);
+  return DISP_OK;
 }
 
 /* Both phases under no-grad: nothing is recorded (the update is not differentiable). */
@@ -293,13 +327,10 @@ static disp_status step_all(disp_optimizer *opt, disp_tensor **grads) {
     disp_tensor *g = disp_tensor_grad(opt->params[i]);
     if (g != NULL) st = prepare(opt, i, g, &grads[i]);
   }
-  if (st != DISP_OK) return st;
-  for (size_t i = 0; i < opt->n; ++i) {
-    if (grads[i] == NULL) continue; /* grad None: skipped, state untouched */
-    if (opt->kind == OPTIM_SGD) disp__optim_sgd_update(opt, i, grads[i]);
-    else disp__optim_adam_update(opt, i, grads[i]);
-  }
-  return DISP_OK;
+  /* grad None: skipped, state untouched */
+  for (size_t i = 0; i < opt->n && st == DISP_OK; ++i)
+    if (grads[i] != NULL) st = update(opt, i, grads[i]);
+  return st;
 }
 
 DISP_API disp_status disp_optim_step(disp_optimizer *opt) {

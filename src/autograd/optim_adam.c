@@ -29,19 +29,12 @@
 #include <immintrin.h>
 #endif
 
-/* The update's scalars, in double as Python holds them. */
-typedef struct adam_coef {
-  double beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, decay;
-  double bias_correction2_sqrt, neg_step_size;
-  int adamw, maximize;
-} adam_coef;
-
 /* torch.maximum: NaN wins. */
 #define NAN_MAX(a, b) ((a) != (a) || (a) > (b) ? (a) : (b))
 
 /* One loop per dtype; vmax is NULL without amsgrad. */
 #define DEFINE_ADAM_LOOP(NAME, T, SQRT, FMA, ATTR)                                                 \
-  ATTR static void NAME(T *p, const T *g, T *m, T *v, T *vmax, int64_t n, const adam_coef *c) { \
+  ATTR static void NAME(T *p, const T *g, T *m, T *v, T *vmax, int64_t n, const optim_adam_coef *c) { \
     const T b1 = (T)c->beta1, omb1 = (T)c->one_minus_beta1, b2 = (T)c->beta2;                  \
     const T omb2 = (T)c->one_minus_beta2, eps = (T)c->eps, wd = (T)c->weight_decay;            \
     const T decay = (T)c->decay, bc2 = (T)c->bias_correction2_sqrt, neg_step = (T)c->neg_step_size; \
@@ -68,7 +61,7 @@ DEFINE_ADAM_LOOP(adam_double_fma, double, __builtin_sqrt, __builtin_fma, OPTIM_F
  * order; returns how many elements it did (a multiple of 8), adam_float_fma
  * does the rest. */
 OPTIM_FMA_TARGET static int64_t adam_float_avx2(float *p, const float *g, float *m, float *v, float *vmax,
-                                                int64_t n, const adam_coef *c) {
+                                                int64_t n, const optim_adam_coef *c) {
   const __m256 b1 = _mm256_set1_ps((float)c->beta1), omb1 = _mm256_set1_ps((float)c->one_minus_beta1);
   const __m256 b2 = _mm256_set1_ps((float)c->beta2), omb2 = _mm256_set1_ps((float)c->one_minus_beta2);
   const __m256 eps = _mm256_set1_ps((float)c->eps), wd = _mm256_set1_ps((float)c->weight_decay);
@@ -97,11 +90,11 @@ OPTIM_FMA_TARGET static int64_t adam_float_avx2(float *p, const float *g, float 
 }
 #endif
 
-static adam_coef coefficients(const disp_optimizer *opt, int64_t step) {
+optim_adam_coef disp__optim_adam_coef(const disp_optimizer *opt, int64_t step) {
   const disp_adam_options *o = &opt->adam;
   double bias_correction1 = 1 - pow(o->beta1, (double)step);
   double bias_correction2 = 1 - pow(o->beta2, (double)step);
-  adam_coef c = {o->beta1, 1 - o->beta1, o->beta2, 1 - o->beta2, o->eps, o->weight_decay,
+  optim_adam_coef c = {o->beta1, 1 - o->beta1, o->beta2, 1 - o->beta2, o->eps, o->weight_decay,
                  1 - o->lr * o->weight_decay, sqrt(bias_correction2), -(o->lr / bias_correction1),
                  opt->kind == OPTIM_ADAMW, o->maximize};
   return c;
@@ -110,7 +103,7 @@ static adam_coef coefficients(const disp_optimizer *opt, int64_t step) {
 void disp__optim_adam_update(disp_optimizer *opt, size_t i, disp_tensor *g) {
   optim_state *s = &opt->state[i];
   disp_tensor *p = opt->params[i];
-  adam_coef c = coefficients(opt, ++s->step);
+  optim_adam_coef c = disp__optim_adam_coef(opt, ++s->step);
   int64_t n = disp_tensor_numel(p);
   void *pp = disp_tensor_data_ptr(p), *gp = disp_tensor_data_ptr(g);
   void *m = disp_tensor_data_ptr(s->t[OPTIM_EXP_AVG]), *v = disp_tensor_data_ptr(s->t[OPTIM_EXP_AVG_SQ]);

@@ -1,7 +1,8 @@
 /*
  * optim_internal.h - the optimizer object shared by optim.c (creation,
- * checks, zero_grad, accessors) and the update rules (optim_sgd.c,
- * optim_adam.c).
+ * checks, zero_grad, accessors) and the update rules: the CPU loops
+ * (optim_sgd.c, optim_adam.c) and the dispatched device path
+ * (optim_device.c).
  */
 #ifndef DISP_OPTIM_INTERNAL_H
 #define DISP_OPTIM_INTERNAL_H
@@ -39,6 +40,42 @@ struct disp_optimizer {
  */
 void disp__optim_sgd_update(disp_optimizer *opt, size_t i, disp_tensor *g);
 void disp__optim_adam_update(disp_optimizer *opt, size_t i, disp_tensor *g);
+
+/*
+ * Which path updates a parameter (Note [Optimizer devices] in
+ * disp/optim.h): a CPU parameter the loops of optim_sgd.c / optim_adam.c,
+ * on its data; any other (a backend's device, Meta) optim_device.c's
+ * dispatched tensor operations, so the host never reads device memory.
+ * One optimizer may mix both. Whether parameter p takes the dispatched
+ * path (it is not on the CPU):
+ */
+int disp__optim_on_device(const disp_tensor *p);
+
+/*
+ * The dispatched updates of one parameter with its gradient `g` (any
+ * strides; dtype, sizes and device checked). SGD creates its momentum
+ * buffer on the first step, as PyTorch's clone; Adam's state exists
+ * (allocated by the step's first phase). A kernel failing half way returns
+ * its error and leaves what 1.13's loop leaves after an exception: the
+ * tensors updated so far, Adam's step count already advanced (step_t += 1
+ * comes first), a new SGD momentum buffer not kept (1.13 stores it in the
+ * state after the loop). Precondition: grad mode off.
+ */
+disp_status disp__optim_sgd_device_update(disp_optimizer *opt, size_t i, disp_tensor *g);
+disp_status disp__optim_adam_device_update(disp_optimizer *opt, size_t i, disp_tensor *g);
+
+/*
+ * Adam's scalars for one step, in double as Python holds them: shared by
+ * the loops and the dispatched path so both compute them the same way.
+ */
+typedef struct optim_adam_coef {
+  double beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, decay;
+  double bias_correction2_sqrt, neg_step_size;
+  int adamw, maximize;
+} optim_adam_coef;
+
+/* The coefficients of step number `step` (1 for the first). */
+optim_adam_coef disp__optim_adam_coef(const disp_optimizer *opt, int64_t step);
 
 /*
  * A zero-filled tensor shaped as `like` (zeros_like with preserve format,
