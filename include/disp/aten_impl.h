@@ -88,8 +88,11 @@ static inline disp_kernel disp__aten_kernel(disp_fn fn, unsigned flags, const ch
   _Generic((FN), disp_aten_##ID##_kernel *: 1, disp_aten_##ID##_kernel_ks *: 2, default: 0)
 /* A _Static_assert is a declaration; a struct member list is the place C11
  * allows one inside an expression. */
-#define DISP__ATEN_CHECK(ID, FN) \
-  ((void)sizeof(struct { _Static_assert(DISP__ATEN_FN_KIND(ID, FN) != 0, DISP__ATEN_MESSAGE(ID, FN)); int disp__unused; }))
+#define DISP__ATEN_CHECK(ID, FN)                                                  \
+  ((void)sizeof(struct {                                                          \
+    _Static_assert(DISP__ATEN_FN_KIND(ID, FN) != 0, DISP__ATEN_MESSAGE(ID, FN)); \
+    int disp__unused;                                                             \
+  }))
 #else
 template <typename A, typename B> struct disp__aten_same { static const bool value = false; };
 template <typename A> struct disp__aten_same<A, A> { static const bool value = true; };
@@ -103,9 +106,10 @@ template <typename A> struct disp__aten_same<A, A> { static const bool value = t
 #endif
 
 /* DISP_ATEN_KERNEL - the checked disp_kernel for `fn` as a kernel of ID. */
-#define DISP_ATEN_KERNEL(ID, FN)                                                             \
-  (DISP__ATEN_CHECK(ID, FN),                                                                 \
-   disp__aten_kernel(DISP_FN(FN), DISP__ATEN_FN_KIND(ID, FN) == 2 ? (unsigned)DISP_KERNEL_WITH_KEYSET : 0u, \
+#define DISP_ATEN_KERNEL(ID, FN)                                                         \
+  (DISP__ATEN_CHECK(ID, FN),                                                             \
+   disp__aten_kernel(DISP_FN(FN),                                                        \
+                     DISP__ATEN_FN_KIND(ID, FN) == 2 ? (unsigned)DISP_KERNEL_WITH_KEYSET : 0u, \
                      DISP_ATEN_SCHEMA_##ID))
 
 /* DISP_IMPL_ATEN - registers `fn` for ID on the library's key; a disp_status. */
