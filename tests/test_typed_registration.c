@@ -256,6 +256,47 @@ TEST(declared_schema_that_disagrees_is_refused) {
   return 0;
 }
 
+static disp_status boxed_noop(const disp_op *op, disp_keyset ks, disp_stack *stack, void *user_data) {
+  (void)op, (void)ks, (void)stack, (void)user_data;
+  return DISP_OK;
+}
+
+/* PyTorch's comparison takes ScalarType for `int`; an unboxed kernel would
+ * take it as int64_t where the operator passes int32_t: refused, after the
+ * def too. A boxed kernel never sees C types: the same schema is fine. */
+TEST(declared_schema_with_other_c_types_is_refused) {
+  static const char *const as_int =
+      "aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, int input_dtype) -> Tensor";
+  disp_library *lib = NULL;
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
+  disp_kernel k = disp_kernel_unboxed(DISP_FN(pu1_add), 0);
+  k.schema = as_int;
+  ASSERT_STATUS(disp_library_impl(lib, "_softmax_backward_data", k, NULL), DISP_ERR_MISMATCH);
+  ASSERT_CONTAINS(disp_last_error(), "  operator: aten::_softmax_backward_data\n");
+  ASSERT_CONTAINS(disp_last_error(), "reason: Type mismatch in argument 4: ScalarType vs int, whose C types "
+                                     "differ for an unboxed kernel (int32_t vs int64_t)");
+  const disp_op *op = NULL;
+  ASSERT_OK(disp_op_find("aten::_softmax_backward_data", &op));
+  ASSERT_EQ_INT(disp_op_has_kernel(op, DISP_KEY_PRIVATEUSE1), 0);
+  k = disp_kernel_boxed(boxed_noop, NULL, NULL);
+  k.schema = as_int;
+  ASSERT_OK(disp_library_impl(lib, "_softmax_backward_data", k, NULL));
+  disp_library_free(lib);
+  /* An operator defined after its kernel: the def is refused instead. */
+  disp_library *impl = NULL, *def = NULL;
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "typedreg_late", DISP_KEY_CPU, __FILE__, __LINE__, &impl));
+  k = disp_kernel_unboxed(DISP_FN(pu1_add), 0);
+  k.schema = "typedreg_late::f(Tensor self, int dtype) -> Tensor";
+  ASSERT_OK(disp_library_impl(impl, "f", k, NULL));
+  ASSERT_OK(disp_library_new(DISP_LIBRARY_DEF, "typedreg_late", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def));
+  ASSERT_STATUS(disp_library_def(def, "f(Tensor self, ScalarType dtype) -> Tensor", NULL), DISP_ERR_MISMATCH);
+  ASSERT_CONTAINS(disp_last_error(), "reason: Type mismatch in argument 2: ScalarType vs int, whose C types");
+  ASSERT_OK(disp_library_def(def, "f(Tensor self, int dtype) -> Tensor", NULL));
+  disp_library_free(def);
+  disp_library_free(impl);
+  return 0;
+}
+
 /* Without a schema the library cannot know the C type of a type-erased
  * kernel: it registers (the checked forms above are the way to be sure). */
 TEST(type_erased_kernel_without_schema_is_taken_on_trust) {
@@ -276,6 +317,7 @@ TEST_LIST = {
     TEST_ENTRY(aten_kernel_is_the_checked_kernel_value),
     TEST_ENTRY(impl_aten_in_another_namespace_is_refused),
     TEST_ENTRY(declared_schema_that_disagrees_is_refused),
+    TEST_ENTRY(declared_schema_with_other_c_types_is_refused),
     TEST_ENTRY(type_erased_kernel_without_schema_is_taken_on_trust),
     TEST_END};
 TEST_MAIN()
