@@ -12,19 +12,6 @@
 
 /* ---- a PrivateUse1 device in host memory -------------------------------- */
 
-static void *host_alloc(size_t n, disp_device d, void *ctx) {
-  (void)d;
-  (void)ctx;
-  return n ? malloc(n) : NULL;
-}
-
-static void host_free(void *p, size_t n, disp_device d, void *ctx) {
-  (void)n;
-  (void)d;
-  (void)ctx;
-  free(p);
-}
-
 static const disp_device pu1 = {DISP_BACKEND_PRIVATEUSE1, 0};
 
 /* A float32 PrivateUse1 vector holding v[0..n). */
@@ -80,9 +67,18 @@ static disp_status pu1_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **ou
   return *out ? DISP_OK : DISP_ERR_NO_MEMORY;
 }
 
-static int use_pu1_allocator(void) {
-  disp_allocator host = {host_alloc, host_free, NULL};
-  return disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &host) == DISP_OK;
+/* PrivateUse1 memory is the CPU allocator's: kernels read it directly. */
+static int pu1_memory(void) {
+  return disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, disp_allocator_get(DISP_BACKEND_CPU)) == DISP_OK;
+}
+
+/* An IMPL library of aten on PrivateUse1 (and its memory); NULL on failure. */
+static disp_library *pu1_aten_library(void) {
+  disp_library *lib = NULL;
+  if (!pu1_memory() ||
+      disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib) != DISP_OK)
+    return NULL;
+  return lib;
 }
 
 static int floats_equal(const disp_tensor *t, const float *want, int64_t n) {
@@ -96,9 +92,8 @@ static int floats_equal(const disp_tensor *t, const float *want, int64_t n) {
 /* ---- compile-time checked registration ---------------------------------- */
 
 TEST(impl_aten_runs_on_privateuse1) {
-  ASSERT_TRUE(use_pu1_allocator());
-  disp_library *lib = NULL;
-  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
+  disp_library *lib = pu1_aten_library();
+  ASSERT_TRUE(lib != NULL);
   ASSERT_OK(DISP_IMPL_ATEN(lib, add_Tensor, pu1_add));
   const float av[3] = {1, 2, 3}, bv[3] = {10, 20, 30}, want[3] = {21, 42, 63};
   disp_tensor *a = pu1_vec(av, 3), *b = pu1_vec(bv, 3), *r = NULL;
@@ -139,9 +134,8 @@ TEST(impl_aten_runs_on_privateuse1) {
 }
 
 TEST(impl_aten_takes_the_key_set_form) {
-  ASSERT_TRUE(use_pu1_allocator());
-  disp_library *lib = NULL;
-  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
+  disp_library *lib = pu1_aten_library();
+  ASSERT_TRUE(lib != NULL);
   ASSERT_OK(DISP_IMPL_ATEN(lib, mul_Tensor, pu1_mul));
   const float av[2] = {3, -1}, bv[2] = {4, 5}, want[2] = {12, -5};
   disp_tensor *a = pu1_vec(av, 2), *b = pu1_vec(bv, 2), *r = NULL;
@@ -161,7 +155,7 @@ TEST(impl_aten_takes_the_key_set_form) {
 }
 
 TEST(impl_aten_key_on_an_explicit_key) {
-  ASSERT_TRUE(use_pu1_allocator());
+  ASSERT_TRUE(pu1_memory());
   /* A fragment of aten has no key of its own: the explicit form names one. */
   disp_library *frag = NULL;
   ASSERT_OK(disp_library_new(DISP_LIBRARY_FRAGMENT, "aten", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &frag));
@@ -267,8 +261,8 @@ static disp_status boxed_noop(const disp_op *op, disp_keyset ks, disp_stack *sta
 TEST(declared_schema_with_other_c_types_is_refused) {
   static const char *const as_int =
       "aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, int input_dtype) -> Tensor";
-  disp_library *lib = NULL;
-  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
+  disp_library *lib = pu1_aten_library();
+  ASSERT_TRUE(lib != NULL);
   disp_kernel k = disp_kernel_unboxed(DISP_FN(pu1_add), 0);
   k.schema = as_int;
   ASSERT_STATUS(disp_library_impl(lib, "_softmax_backward_data", k, NULL), DISP_ERR_MISMATCH);
@@ -300,8 +294,8 @@ TEST(declared_schema_with_other_c_types_is_refused) {
 /* Without a schema the library cannot know the C type of a type-erased
  * kernel: it registers (the checked forms above are the way to be sure). */
 TEST(type_erased_kernel_without_schema_is_taken_on_trust) {
-  disp_library *lib = NULL;
-  ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
+  disp_library *lib = pu1_aten_library();
+  ASSERT_TRUE(lib != NULL);
   ASSERT_OK(disp_library_impl(lib, "mm", disp_kernel_unboxed(DISP_FN(pu1_add), 0), NULL));
   const disp_op *op = NULL;
   ASSERT_OK(disp_op_find("aten::mm", &op));
