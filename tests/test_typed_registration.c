@@ -206,6 +206,22 @@ TEST(aten_kernel_is_the_checked_kernel_value) {
   return 0;
 }
 
+/* The form a backend's source uses: a static block (drained at init). */
+DISP_LIBRARY_IMPL(aten, PRIVATEUSE2, m) {
+  DISP_IMPL_ATEN(m, mm, pu1_mm);
+  DISP_IMPL_ATEN(m, mul_Tensor, pu1_mul);
+}
+
+TEST(impl_aten_in_a_static_block) {
+  const disp_op *mm = NULL, *mul = NULL;
+  ASSERT_OK(disp_op_find("aten::mm", &mm));
+  ASSERT_OK(disp_op_find("aten::mul.Tensor", &mul));
+  ASSERT_EQ_INT(disp_op_has_kernel(mm, DISP_KEY_PRIVATEUSE2), 1);
+  ASSERT_EQ_INT(disp_op_has_kernel(mul, DISP_KEY_PRIVATEUSE2), 1);
+  ASSERT_OK(disp_registry_check());
+  return 0;
+}
+
 TEST(impl_aten_in_another_namespace_is_refused) {
   disp_library *lib = NULL;
   ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "typedreg_ns", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
@@ -309,6 +325,7 @@ TEST_LIST = {
     TEST_ENTRY(impl_aten_takes_the_key_set_form),
     TEST_ENTRY(impl_aten_key_on_an_explicit_key),
     TEST_ENTRY(aten_kernel_is_the_checked_kernel_value),
+    TEST_ENTRY(impl_aten_in_a_static_block),
     TEST_ENTRY(impl_aten_in_another_namespace_is_refused),
     TEST_ENTRY(declared_schema_that_disagrees_is_refused),
     TEST_ENTRY(declared_schema_with_other_c_types_is_refused),
