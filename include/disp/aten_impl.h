@@ -40,10 +40,10 @@
  *
  * At run time the kernel carries its operator's schema (DISP_ATEN_SCHEMA_ID,
  * disp_kernel.schema), which the registry checks against the def as it does
- * every kernel schema: a backend built against another version's aten.h
- * whose operator has other types is refused (DISP_ERR_MISMATCH, "Inferred
- * operator schema for a C++ kernel function doesn't match the expected
- * function schema. ..."). `lib` must be a library of namespace aten (an
+ * every kernel schema (for an unboxed kernel down to the C types): a backend
+ * built against another version's aten.h whose operator has other types is
+ * refused (DISP_ERR_MISMATCH, "Inferred operator schema for a C++ kernel
+ * function doesn't match the expected function schema. ..."). `lib` must be a library of namespace aten (an
  * IMPL library; a DEF or FRAGMENT registers on CompositeImplicitAutograd);
  * another namespace is refused (DISP_ERR_SCHEMA). The forms return
  * disp_library_impl's status; errors and thread safety are its own.
