@@ -18,6 +18,7 @@
  *   disp/autograd.h    gradients: requires_grad, grad_fn, hooks, backward, grad
  *   disp/function.h    custom autograd functions (forward/backward callbacks, ctx)
  *   disp/aten.h        typed entry points of the built-in operators (generated)
+ *   disp/aten_impl.h   type-checked kernel registration for them (DISP_IMPL_ATEN)
  *   disp/promotion.h   PyTorch's type promotion (result_type)
  *   disp/random.h      the seed of every device's random generator
  *   disp/tensor_util.h printing tensors, allclose
@@ -54,6 +55,7 @@
 #include "disp/function.h"
 #include "disp/gradcheck.h"
 #include "disp/aten.h"
+#include "disp/aten_impl.h"
 #include "disp/promotion.h"
 #include "disp/random.h"
 #include "disp/tensor_util.h"

@@ -814,10 +814,10 @@ TEST(autocast_cuda_follows_its_own_list) {
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_CUDA, &host));
   disp_library *cu = impl_lib("aten", DISP_KEY_CUDA);
   ASSERT_TRUE(cu != NULL);
-  ASSERT_OK(disp_library_impl(cu, "_to_copy", disp_kernel_unboxed(DISP_FN(fake_to_copy), 0), NULL));
-  ASSERT_OK(disp_library_impl(cu, "mm", disp_kernel_unboxed(DISP_FN(rec2), 0), NULL));
-  ASSERT_OK(disp_library_impl(cu, "mse_loss", disp_kernel_unboxed(DISP_FN(rec_mse), 0), NULL));
-  ASSERT_OK(disp_library_impl(cu, "cat", disp_kernel_unboxed(DISP_FN(rec_cat), 0), NULL));
+  ASSERT_OK(DISP_IMPL_ATEN(cu, _to_copy, fake_to_copy));
+  ASSERT_OK(DISP_IMPL_ATEN(cu, mm, rec2));
+  ASSERT_OK(DISP_IMPL_ATEN(cu, mse_loss, rec_mse));
+  ASSERT_OK(DISP_IMPL_ATEN(cu, cat, rec_cat));
   disp_tensor *f32 = on(DISP_BACKEND_CUDA, DISP_DTYPE_FLOAT32), *f16 = on(DISP_BACKEND_CUDA, DISP_DTYPE_FLOAT16);
   ASSERT_TRUE(f32 && f16);
   disp_tensor *r[4] = {NULL};
@@ -884,8 +884,8 @@ TEST(autocast_privateuse1_is_a_backend_s_own) {
   ASSERT_TRUE(pu && apu && aten);
   ASSERT_OK(disp_library_impl(pu, "scale", disp_kernel_unboxed(DISP_FN(rec2), 0), NULL));
   ASSERT_OK(disp_library_impl(apu, "scale", disp_kernel_unboxed(DISP_FN(pu_op_autocast), 0), NULL));
-  ASSERT_OK(disp_library_impl(aten, "_to_copy", disp_kernel_unboxed(DISP_FN(fake_to_copy), 0), NULL));
-  ASSERT_OK(disp_library_impl(aten, "mm", disp_kernel_unboxed(DISP_FN(rec2), 0), NULL));
+  ASSERT_OK(DISP_IMPL_ATEN(aten, _to_copy, fake_to_copy));
+  ASSERT_OK(DISP_IMPL_ATEN(aten, mm, rec2));
 
   disp_tensor *x = on(DISP_BACKEND_PRIVATEUSE1, DISP_DTYPE_FLOAT32), *r[4] = {NULL};
   ASSERT_TRUE(x != NULL);

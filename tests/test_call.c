@@ -680,7 +680,7 @@ TEST(boxed_call_of_a_builtin_with_a_boxed_kernel) {
   disp_library_free(lib);
   /* The same operator with an unboxed kernel: the adapter. */
   ASSERT_OK(disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib));
-  ASSERT_OK(disp_library_impl(lib, "relu", disp_kernel_unboxed(DISP_FN(relu_unboxed), 0), NULL));
+  ASSERT_OK(DISP_IMPL_ATEN(lib, relu, relu_unboxed));
   g_cpu_calls = 0;
   ASSERT_OK(disp_stack_push_tensor(s, a));
   ASSERT_OK(disp_call_boxed(relu, s));

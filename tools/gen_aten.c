@@ -4,7 +4,8 @@
  *
  *   gen_aten OUTDIR
  * writes
- *   OUTDIR/disp/aten.h      public typed entry points disp_aten_ID(...)
+ *   OUTDIR/disp/aten.h      public typed entry points disp_aten_ID(...), and
+ *                           the C function type of each operator's kernels
  *   OUTDIR/aten_kernels.h   the C prototype of every kernel the table names
  *   OUTDIR/aten_gen.c       entry points, boxed adapters, registration
  *
@@ -351,6 +352,27 @@ static void c_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* What disp/aten_impl.h's typed registration needs of decl d: the C
+ * function types of its unboxed kernel, without and with the key set
+ * (typedefs of function types, not pointers: a kernel can be declared with
+ * one), its qualified name, its schema (the registered kernel carries it, so
+ * a plugin built against another version's header is refused at run time
+ * when the types differ) and the C type as text (the compile-time check's
+ * message names it). */
+static void emit_kernel_types(FILE *h, int d, const disp_schema *s, const disp_signature *sig) {
+  const char *id = decls[d].id;
+  for (int with_ks = 0; with_ks < 2; with_ks++) {
+    fprintf(h, "typedef disp_status disp_aten_%s_kernel%s(", id, with_ks ? "_ks" : "");
+    params(h, s, sig, 1, with_ks);
+    fprintf(h, ");\n");
+  }
+  fprintf(h, "#define DISP_ATEN_NAME_%s \"%s\"\n#define DISP_ATEN_SCHEMA_%s ", id, s->qualified, id);
+  c_string(h, decls[d].schema);
+  fprintf(h, "\n#define DISP_ATEN_CTYPE_%s \"disp_status(", id);
+  params(h, s, sig, 0, 0);
+  fprintf(h, ")\"\n");
+}
+
 /* The generator links the dispatcher core for its schema parser, and the
  * core drains the built-in libraries (builtins_internal.h): the generator,
  * which is writing them, has none. */
@@ -406,13 +428,22 @@ int main(int argc, char **argv) {
              " * disp_aten_ID(args..., outs...) dispatches ID like any call (its tensors'\n"
              " * key sets, the thread-local state, the operator's table) without boxing\n"
              " * or libffi. Arguments and returns follow disp/value.h's mapping; each\n"
-             " * return is a new reference the caller releases. Thread-safe.\n */\n"
+             " * return is a new reference the caller releases. Thread-safe.\n *\n"
+             " * For kernels of ID (disp/aten_impl.h's DISP_IMPL_ATEN checks them):\n"
+             " *   disp_aten_ID_kernel     the C function type of an unboxed kernel\n"
+             " *   disp_aten_ID_kernel_ks  the same taking the key set first\n"
+             " *                           (DISP_KERNEL_WITH_KEYSET)\n"
+             " *   DISP_ATEN_NAME_ID       \"aten::name.overload\"\n"
+             " *   DISP_ATEN_SCHEMA_ID     the schema text\n"
+             " *   DISP_ATEN_CTYPE_ID      disp_aten_ID_kernel as text, for messages\n */\n"
              "#ifndef DISP_ATEN_H\n#define DISP_ATEN_H\n\n#include \"disp/value.h\"\n#include \"disp/keyset.h\"\n\n"
              "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   for (int d = 0; d < NDECLS; d++) {
     fprintf(h, "/* %s */\nDISP_API disp_status disp_aten_%s(", decls[d].schema, decls[d].id);
     params(h, schemas[d], sigs[d], 1, 0);
-    fprintf(h, ");\n\n");
+    fprintf(h, ");\n");
+    emit_kernel_types(h, d, schemas[d], sigs[d]);
+    fprintf(h, "\n");
   }
   fprintf(h, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
   fclose(h);

@@ -67,7 +67,11 @@ enum {
  *   debug: optional text shown in dumps instead of "registered at FILE:LINE".
  *     Copied.
  *   schema: optional schema text the kernel was written for; it must agree
- *     with the operator's def (PyTorch's inferred-schema check). Copied.
+ *     with the operator's def (PyTorch's inferred-schema check), and for an
+ *     unboxed kernel map to the same C types (`int` is int64_t, ScalarType
+ *     int32_t, though PyTorch's check takes one for the other). Copied.
+ *     The library cannot see a C function's type: for built-in operators
+ *     disp/aten_impl.h checks it at compile time.
  */
 typedef struct disp_kernel {
   disp_boxed_fn boxed;

@@ -245,6 +245,39 @@ disp_status disp_op_list(const char ***names, size_t *count) {
 
 /* ---- def ---------------------------------------------------------------- */
 
+/* PyTorch's comparison sees ScalarType, Layout and MemoryFormat as `int`,
+ * but an unboxed kernel receives them as int32_t, not int64_t (disp/value.h):
+ * one whose schema says `int` there would be called with the wrong C type.
+ * So its C signature must be the def's too; *reason names the first
+ * argument or return whose C type differs. */
+static disp_ctype ctype_at(const disp_signature *sig, int i) {
+  return i < sig->nargs ? sig->args[i] : sig->rets[i - sig->nargs];
+}
+
+static disp_status check_c_types(const disp_schema *def, const disp_schema *given, char **reason) {
+  disp_signature *a = NULL, *b = NULL;
+  disp_status st = disp__signature_new(def, &a);
+  if (st == DISP_OK) st = disp__signature_new(given, &b);
+  int n = st == DISP_OK ? a->nargs + a->nrets : 0, i = 0; /* the schemas agreed on the counts */
+  while (i < n && ctype_at(a, i) == ctype_at(b, i)) i++;
+  if (i < n) {
+    int ret = i >= a->nargs, k = ret ? i - a->nargs : i;
+    disp_strbuf sb;
+    disp__strbuf_init(&sb);
+    disp__strbuf_appendf(&sb, "Type mismatch in %s %d: ", ret ? "return" : "argument", k + 1);
+    disp__schema_print_type(&sb, (ret ? def->rets : def->args)[k].type, 0);
+    disp__strbuf_append(&sb, " vs ");
+    disp__schema_print_type(&sb, (ret ? given->rets : given->args)[k].type, 0);
+    disp__strbuf_appendf(&sb, ", whose C types differ for an unboxed kernel (%s vs %s)",
+                         disp__ctype_name(ctype_at(a, i)), disp__ctype_name(ctype_at(b, i)));
+    *reason = disp__strbuf_steal(&sb);
+    st = *reason ? DISP_ERR_MISMATCH : disp__fail(DISP_ERR_NO_MEMORY, "out of memory comparing schemas");
+  }
+  disp__signature_free(a);
+  disp__signature_free(b);
+  return st;
+}
+
 /* PyTorch checks every kernel's inferred schema against the def, both when
  * the kernel comes after the def and when the def comes after it. */
 static disp_status check_kernel_schema(const disp_op *op, const disp_schema *def_schema,
@@ -252,6 +285,7 @@ static disp_status check_kernel_schema(const disp_op *op, const disp_schema *def
   if (!e->schema || !def_schema) return DISP_OK;
   char *reason = NULL;
   disp_status st = disp__schema_check_compatible(def_schema, e->schema, &reason);
+  if (st == DISP_OK && e->unboxed) st = check_c_types(def_schema, e->schema, &reason);
   if (st == DISP_OK) return DISP_OK;
   if (!reason) return st; /* out of memory */
   char *want = disp_schema_to_string(def_schema);
