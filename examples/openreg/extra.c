@@ -48,7 +48,7 @@ static disp_status or_add_autograd(disp_tensor *self, disp_tensor *other, disp_s
 }
 
 DISP_LIBRARY_IMPL(aten, AUTOGRAD_PRIVATEUSE1, m) {
-  disp_library_impl(m, "add.Tensor", disp_kernel_unboxed(DISP_FN(or_add_autograd), 0), NULL);
+  DISP_IMPL_ATEN(m, add_Tensor, or_add_autograd);
 }
 
 /* ---- autocast --------------------------------------------------------- */
@@ -86,6 +86,6 @@ static disp_status or_addmm_autocast(disp_tensor *self, disp_tensor *mat1, disp_
 }
 
 DISP_LIBRARY_IMPL(aten, AUTOCAST_PRIVATEUSE1, m) {
-  disp_library_impl(m, "mm", disp_kernel_unboxed(DISP_FN(or_mm_autocast), 0), NULL);
-  disp_library_impl(m, "addmm", disp_kernel_unboxed(DISP_FN(or_addmm_autocast), 0), NULL);
+  DISP_IMPL_ATEN(m, mm, or_mm_autocast);
+  DISP_IMPL_ATEN(m, addmm, or_addmm_autocast);
 }

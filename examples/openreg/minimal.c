@@ -125,18 +125,17 @@ static disp_status or_copy_from_and_resize(disp_tensor *self, disp_tensor *dst, 
   return st == DISP_OK ? or_copy_from(self, dst, false, out) : st;
 }
 
-#define IMPL(m, name, fn) disp_library_impl(m, name, disp_kernel_unboxed(DISP_FN(fn), 0), NULL)
 
 DISP_LIBRARY_IMPL(aten, PRIVATEUSE1, m) {
-  IMPL(m, "empty.memory_format", or_empty);
-  IMPL(m, "empty_strided", or_empty_strided);
-  IMPL(m, "_copy_from", or_copy_from);
-  IMPL(m, "_local_scalar_dense", or_local_scalar_dense);
-  IMPL(m, "resize_", or_resize_);
-  IMPL(m, "set_.source_Tensor", or_set_tensor);
-  IMPL(m, "set_.source_Storage", or_set_storage);
-  IMPL(m, "set_.source_Storage_storage_offset", or_set_storage_offset);
-  IMPL(m, "_copy_from_and_resize", or_copy_from_and_resize);
+  DISP_IMPL_ATEN(m, empty_memory_format, or_empty);
+  DISP_IMPL_ATEN(m, empty_strided, or_empty_strided);
+  DISP_IMPL_ATEN(m, _copy_from, or_copy_from);
+  DISP_IMPL_ATEN(m, _local_scalar_dense, or_local_scalar_dense);
+  DISP_IMPL_ATEN(m, resize_, or_resize_);
+  DISP_IMPL_ATEN(m, set__source_Tensor, or_set_tensor);
+  DISP_IMPL_ATEN(m, set__source_Storage, or_set_storage);
+  DISP_IMPL_ATEN(m, set__source_Storage_storage_offset, or_set_storage_offset);
+  DISP_IMPL_ATEN(m, _copy_from_and_resize, or_copy_from_and_resize);
   const char *views[] = {"as_strided", "view", "_reshape_alias"};
   for (int i = 0; i < 3; i++) disp_library_impl(m, views[i], disp_kernel_boxed(or_metadata, NULL, NULL), NULL);
 }

@@ -81,16 +81,15 @@ static disp_status or_threshold_backward(disp_tensor *grad_output, disp_tensor *
   return or_end(&c, out);
 }
 
-#define IMPL(m, name, fn) disp_library_impl(m, name, disp_kernel_unboxed(DISP_FN(fn), 0), NULL)
 
 DISP_LIBRARY_IMPL(aten, PRIVATEUSE1, m) {
-  IMPL(m, "add.Tensor", or_add);
-  IMPL(m, "mul.Tensor", or_mul);
-  IMPL(m, "mm", or_mm);
-  IMPL(m, "addmm", or_addmm);
-  IMPL(m, "relu", or_relu);
-  IMPL(m, "relu_", or_relu_);
-  IMPL(m, "threshold_backward", or_threshold_backward);
-  IMPL(m, "fill_.Scalar", or_fill_);
-  IMPL(m, "zero_", or_zero_);
+  DISP_IMPL_ATEN(m, add_Tensor, or_add);
+  DISP_IMPL_ATEN(m, mul_Tensor, or_mul);
+  DISP_IMPL_ATEN(m, mm, or_mm);
+  DISP_IMPL_ATEN(m, addmm, or_addmm);
+  DISP_IMPL_ATEN(m, relu, or_relu);
+  DISP_IMPL_ATEN(m, relu_, or_relu_);
+  DISP_IMPL_ATEN(m, threshold_backward, or_threshold_backward);
+  DISP_IMPL_ATEN(m, fill__Scalar, or_fill_);
+  DISP_IMPL_ATEN(m, zero_, or_zero_);
 }

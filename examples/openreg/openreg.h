@@ -81,6 +81,9 @@ disp_status or_end(or_call *c, disp_tensor **out);
 disp_status or_end_inplace(or_call *c, disp_tensor *self, disp_tensor **out);
 disp_status or_end_none(or_call *c); /* a kernel without tensor result */
 
+/* Registers openreg's abs and tanh loops (stubs.c). */
+disp_status or_register_stubs(void);
+
 /* How many times openreg's own threshold_backward ran (tests see that
  * autograd used the device's backward kernel). Exported. */
 long openreg_threshold_backward_calls(void);
