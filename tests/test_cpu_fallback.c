@@ -303,6 +303,28 @@ TEST(optional_tensor_and_tuple_returns) {
   return 0;
 }
 
+/* linear (CompositeImplicitAutograd) decomposes on the device: t() is a
+ * native view, so addmm / mm fall back with a transposed (strided) device
+ * tensor, with and without the bias. */
+TEST(linear_with_and_without_bias) {
+  fake_dev d;
+  ASSERT_OK(fake_dev_up(PU1, 0, &d));
+  static const float x[6] = {1, 2, 3, -1, 0.5f, 2}, w[6] = {0.5f, -1, 2, 1, 1, -0.5f}, bias[2] = {0.25f, -3};
+  const int64_t s23[2] = {2, 3}, s2[1] = {2};
+  disp_tensor *dx = on_dev(0, s23, 2, x), *dw = on_dev(0, s23, 2, w), *db = on_dev(0, s2, 1, bias);
+  disp_tensor *cx = on_cpu(s23, 2, x), *cw = on_cpu(s23, 2, w), *cb = on_cpu(s2, 1, bias);
+  for (int with_bias = 0; with_bias < 2; with_bias++) {
+    disp_tensor *r = NULL, *cr = NULL;
+    ASSERT_OK(disp_aten_linear(dx, dw, with_bias ? db : NULL, &r));
+    ASSERT_OK(disp_aten_linear(cx, cw, with_bias ? cb : NULL, &cr));
+    ASSERT_TRUE(same_as_cpu(r, disp_device_make(PU1, 0), cr));
+    RELEASE_ALL(r, cr);
+  }
+  RELEASE_ALL(dx, dw, db, cx, cw, cb);
+  fake_dev_down(PU1, &d);
+  return 0;
+}
+
 /* ---- operators of the test's own --------------------------------------------- */
 
 static disp_opt_device g_seen_device; /* what the CPU kernel of iota got */
@@ -413,22 +435,28 @@ TEST(factory_device_argument_is_rewritten) {
   return 0;
 }
 
-/* 1.13's check of mutable aliases: a written return must alias a written
- * argument. */
-TEST(mismatched_mutable_alias_is_refused) {
+/* Calls the test's operator `name` on a device tensor: it must fail with
+ * `want` and a message holding `msg`, and leave nothing behind. */
+static int refused(const char *name, disp_status want, const char *msg) {
   fake_dev d;
-  const disp_op *bad;
-  ASSERT_OK(ops_up(&d, "fbtest::bad", &bad));
+  const disp_op *op;
+  ASSERT_OK(ops_up(&d, name, &op));
   disp_tensor *a = on_dev(0, N4, 1, A), *r = NULL;
-  ASSERT_STATUS(disp_call(bad, a, &r), DISP_ERR_KERNEL);
-  ASSERT_CONTAINS(disp_last_error(),
-                  "The operator fbtest::bad appears to have invalid alias information. Found a return tensor argument "
-                  "with a mismatched mutable alias: Tensor(b!)");
+  ASSERT_STATUS(disp_call(op, a, &r), want);
+  ASSERT_CONTAINS(disp_last_error(), msg);
   ASSERT_TRUE(r == NULL);
   ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
   disp_tensor_release(a);
   ops_down(&d);
   return 0;
+}
+
+/* 1.13's check of mutable aliases: a written return must alias a written
+ * argument. */
+TEST(mismatched_mutable_alias_is_refused) {
+  return refused("fbtest::bad", DISP_ERR_KERNEL,
+                 "The operator fbtest::bad appears to have invalid alias information. Found a return tensor argument "
+                 "with a mismatched mutable alias: Tensor(b!)");
 }
 
 /* Tensor?[] arguments: None elements stay None, the others move. */
@@ -468,17 +496,8 @@ TEST(written_tensor_list_is_copied_back) {
 /* An operator the CPU has no kernel for either: the dispatcher's error for
  * the CPU key, named after the operator; nothing leaks. */
 TEST(operator_without_a_cpu_kernel) {
-  fake_dev d;
-  const disp_op *op;
-  ASSERT_OK(ops_up(&d, "fbtest::nowhere", &op));
-  disp_tensor *a = on_dev(0, N4, 1, A), *r = NULL;
-  ASSERT_STATUS(disp_call(op, a, &r), DISP_ERR_NO_KERNEL);
-  ASSERT_CONTAINS(disp_last_error(), "Could not run 'fbtest::nowhere' with arguments from the 'CPU' backend");
-  ASSERT_TRUE(r == NULL);
-  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
-  disp_tensor_release(a);
-  ops_down(&d);
-  return 0;
+  return refused("fbtest::nowhere", DISP_ERR_NO_KERNEL,
+                 "Could not run 'fbtest::nowhere' with arguments from the 'CPU' backend");
 }
 
 /* A view operator without a device kernel: 1.13 warns (every call) and
@@ -588,17 +607,25 @@ TEST(devices_of_the_arguments) {
   return 0;
 }
 
+/* A stack [7, a, b]: the arguments of a binary operator above a value
+ * that is not the call's. NULL when anything failed. */
+static disp_stack *stack_7ab(disp_tensor *a, disp_tensor *b) {
+  disp_stack *s = disp_stack_new();
+  if (s && a && b && disp_stack_push_int(s, 7) == DISP_OK && disp_stack_push_tensor(s, a) == DISP_OK &&
+      disp_stack_push_tensor(s, b) == DISP_OK)
+    return s;
+  disp_stack_free(s);
+  return NULL;
+}
+
 /* Calls the fallback directly on [a, b] for `name` with a failing copy
  * `fail_at`; the stack must come back exactly as given. */
 static int stack_kept(const char *name, int fail_at, disp_status want) {
   const disp_op *op;
   ASSERT_OK(disp_op_find(name, &op));
   disp_tensor *a = on_dev(0, N4, 1, A), *b = on_dev(0, N4, 1, B);
-  disp_stack *s = disp_stack_new();
-  ASSERT_TRUE(s && a && b);
-  ASSERT_OK(disp_stack_push_int(s, 7)); /* a value below the arguments */
-  ASSERT_OK(disp_stack_push_tensor(s, a));
-  ASSERT_OK(disp_stack_push_tensor(s, b));
+  disp_stack *s = stack_7ab(a, b);
+  ASSERT_TRUE(s != NULL);
   float before[4];
   memcpy(before, disp_tensor_data_ptr(a), sizeof before);
   g_copies = 0;
@@ -643,10 +670,8 @@ TEST(success_replaces_the_arguments) {
   ASSERT_OK(disp_op_find("aten::mul.Tensor", &op));
   disp_tensor *a = on_dev(0, N4, 1, A), *b = on_dev(0, N4, 1, B), *ca = on_cpu(N4, 1, A), *cb = on_cpu(N4, 1, B);
   disp_tensor *cr = NULL;
-  disp_stack *s = disp_stack_new();
-  ASSERT_OK(disp_stack_push_int(s, 7));
-  ASSERT_OK(disp_stack_push_tensor(s, a));
-  ASSERT_OK(disp_stack_push_tensor(s, b));
+  disp_stack *s = stack_7ab(a, b);
+  ASSERT_TRUE(s != NULL);
   ASSERT_OK(disp_cpu_fallback(op, disp_keyset_of(DISP_KEY_PRIVATEUSE1), s, NULL));
   ASSERT_OK(disp_aten_mul_Tensor(ca, cb, &cr));
   ASSERT_EQ_INT(disp_stack_size(s), 2);
@@ -726,6 +751,7 @@ TEST_LIST = {
     TEST_ENTRY(out_argument_is_written_and_returned),
     TEST_ENTRY(per_operator_route_runs_cat_with_a_tensor_list),
     TEST_ENTRY(optional_tensor_and_tuple_returns),
+    TEST_ENTRY(linear_with_and_without_bias),
     TEST_ENTRY(factory_device_argument_is_rewritten),
     TEST_ENTRY(mismatched_mutable_alias_is_refused),
     TEST_ENTRY(optional_tensor_list_argument),
