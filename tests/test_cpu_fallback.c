@@ -161,6 +161,12 @@ static int same_as_cpu(disp_tensor *got, disp_device want_dev, disp_tensor *cpu)
   return close;
 }
 
+static void release_n(disp_tensor *const *ts, size_t n) {
+  for (size_t i = 0; i < n; i++) disp_tensor_release(ts[i]);
+}
+#define RELEASE_ALL(...) \
+  release_n((disp_tensor *[]){__VA_ARGS__}, sizeof((disp_tensor *[]){__VA_ARGS__}) / sizeof(disp_tensor *))
+
 /* ---- warnings ------------------------------------------------------------- */
 
 static char g_warnings[8192];
@@ -194,8 +200,7 @@ TEST(add_runs_on_cpu_and_returns_on_the_device) {
   ASSERT_OK(disp_aten_add_Tensor(ca, cb, disp_scalar_double(2.0), &cr));
   ASSERT_TRUE(same_as_cpu(r, disp_device_make(PU1, 0), cr));
   ASSERT_TRUE(g_copies >= 3); /* a and b there, the result back */
-  disp_tensor *all[] = {a, b, ca, cb, r, cr};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(a, b, ca, cb, r, cr);
   fake_dev_down(PU1, &d);
   return 0;
 }
@@ -212,8 +217,7 @@ TEST(inplace_mul_writes_the_device_tensor) {
   ASSERT_TRUE(r == a);
   ASSERT_TRUE(same_as_cpu(a, disp_device_make(PU1, 0), ca));
   ASSERT_EQ_INT(disp_tensor_refcount(a), 2); /* the caller's and r */
-  disp_tensor *all[] = {a, b, ca, cb, r, cr};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(a, b, ca, cb, r, cr);
   fake_dev_down(PU1, &d);
   return 0;
 }
@@ -235,8 +239,7 @@ TEST(out_argument_is_written_and_returned) {
   ASSERT_TRUE(r2 == empty);
   ASSERT_EQ_INT(disp_tensor_numel(empty), 4);
   ASSERT_TRUE(same_as_cpu(empty, disp_device_make(PU1, 0), cr));
-  disp_tensor *all[] = {a, b, ca, cb, o, r, cr, empty, r2};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(a, b, ca, cb, o, r, cr, empty, r2);
   fake_dev_down(PU1, &d);
   return 0;
 }
@@ -262,8 +265,7 @@ TEST(per_operator_route_runs_cat_with_a_tensor_list) {
   /* only cat was routed: mul finds no kernel */
   ASSERT_STATUS(disp_aten_mul_Tensor(a, b, &m), DISP_ERR_NO_KERNEL);
   ASSERT_CONTAINS(disp_last_error(), "Could not run 'aten::mul.Tensor' with arguments from the 'PrivateUse1' backend");
-  disp_tensor *all[] = {a, b, ca, cb, r, cr};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(a, b, ca, cb, r, cr);
   disp_library_free(lib);
   fake_dev_down(PU1, &d);
   return 0;
@@ -296,8 +298,29 @@ TEST(optional_tensor_and_tuple_returns) {
   ASSERT_TRUE(same_as_cpu(v, disp_device_make(PU1, 0), cv));
   ASSERT_TRUE(same_as_cpu(ix, disp_device_make(PU1, 0), cix));
   ASSERT_EQ_INT(disp_tensor_dtype(ix), DISP_DTYPE_INT64);
-  disp_tensor *all[] = {dx, cx, dw, cw, tgt_cpu, tgt, v, ix, cv, cix};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(dx, cx, dw, cw, tgt_cpu, tgt, v, ix, cv, cix);
+  fake_dev_down(PU1, &d);
+  return 0;
+}
+
+/* linear (CompositeImplicitAutograd) decomposes on the device: t() is a
+ * native view, so addmm / mm fall back with a transposed (strided) device
+ * tensor, with and without the bias. */
+TEST(linear_with_and_without_bias) {
+  fake_dev d;
+  ASSERT_OK(fake_dev_up(PU1, 0, &d));
+  static const float x[6] = {1, 2, 3, -1, 0.5f, 2}, w[6] = {0.5f, -1, 2, 1, 1, -0.5f}, bias[2] = {0.25f, -3};
+  const int64_t s23[2] = {2, 3}, s2[1] = {2};
+  disp_tensor *dx = on_dev(0, s23, 2, x), *dw = on_dev(0, s23, 2, w), *db = on_dev(0, s2, 1, bias);
+  disp_tensor *cx = on_cpu(s23, 2, x), *cw = on_cpu(s23, 2, w), *cb = on_cpu(s2, 1, bias);
+  for (int with_bias = 0; with_bias < 2; with_bias++) {
+    disp_tensor *r = NULL, *cr = NULL;
+    ASSERT_OK(disp_aten_linear(dx, dw, with_bias ? db : NULL, &r));
+    ASSERT_OK(disp_aten_linear(cx, cw, with_bias ? cb : NULL, &cr));
+    ASSERT_TRUE(same_as_cpu(r, disp_device_make(PU1, 0), cr));
+    RELEASE_ALL(r, cr);
+  }
+  RELEASE_ALL(dx, dw, db, cx, cw, cb);
   fake_dev_down(PU1, &d);
   return 0;
 }
@@ -326,6 +349,27 @@ static disp_status bad_alias_cpu(disp_tensor *self, disp_tensor **out) {
   return DISP_OK;
 }
 
+/* self + every element of xs that is not None. */
+static disp_status add_opt_cpu(disp_tensor *self, disp_tensor_list xs, disp_tensor **out) {
+  disp_status st = disp_aten_clone(self, -1, out);
+  for (size_t i = 0; st == DISP_OK && i < xs.len; i++) {
+    disp_tensor *r = NULL;
+    if (xs.data[i]) st = disp_aten_add__Tensor(*out, xs.data[i], disp_scalar_int(1), &r);
+    disp_tensor_release(r);
+  }
+  return st;
+}
+
+static disp_status fill_all_cpu(disp_tensor_list xs, double v) {
+  disp_status st = DISP_OK;
+  for (size_t i = 0; st == DISP_OK && i < xs.len; i++) {
+    disp_tensor *r = NULL;
+    st = disp_aten_fill__Scalar(xs.data[i], disp_scalar_double(v), &r);
+    disp_tensor_release(r);
+  }
+  return st;
+}
+
 typedef struct test_ops {
   disp_library *def, *cpu, *bsel;
 } test_ops;
@@ -335,9 +379,14 @@ static disp_status test_ops_up(test_ops *o) {
   disp_status st = disp_library_new(DISP_LIBRARY_DEF, "fbtest", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &o->def);
   if (st == DISP_OK) st = disp_library_def(o->def, "iota(int n, *, Device? device=None) -> Tensor", NULL);
   if (st == DISP_OK) st = disp_library_def(o->def, "bad(Tensor(a!) self) -> Tensor(b!)", NULL);
+  if (st == DISP_OK) st = disp_library_def(o->def, "add_opt(Tensor self, Tensor?[] xs) -> Tensor", NULL);
+  if (st == DISP_OK) st = disp_library_def(o->def, "fill_all_(Tensor(a!)[] xs, float v) -> ()", NULL);
+  if (st == DISP_OK) st = disp_library_def(o->def, "nowhere(Tensor self) -> Tensor", NULL);
   if (st == DISP_OK) st = disp_library_new(DISP_LIBRARY_IMPL, "fbtest", DISP_KEY_CPU, __FILE__, __LINE__, &o->cpu);
   if (st == DISP_OK) st = impl(o->cpu, "iota", DISP_FN(iota_cpu));
   if (st == DISP_OK) st = impl(o->cpu, "bad", DISP_FN(bad_alias_cpu));
+  if (st == DISP_OK) st = impl(o->cpu, "add_opt", DISP_FN(add_opt_cpu));
+  if (st == DISP_OK) st = impl(o->cpu, "fill_all_", DISP_FN(fill_all_cpu));
   if (st == DISP_OK)
     st = disp_library_new(DISP_LIBRARY_IMPL, "fbtest", DISP_KEY_BACKEND_SELECT, __FILE__, __LINE__, &o->bsel);
   if (st == DISP_OK) st = disp_library_impl(o->bsel, "iota", disp_kernel_boxed(iota_backend_select, NULL, NULL), NULL);
@@ -348,17 +397,30 @@ static void test_ops_down(test_ops *o) {
   disp_library_free(o->bsel);
   disp_library_free(o->cpu);
   disp_library_free(o->def);
+  o->bsel = o->cpu = o->def = NULL;
+}
+
+static test_ops g_ops; /* as g_live: what a failed case left up */
+
+/* The fake device with the fallback, the test's operators, and `name`. */
+static disp_status ops_up(fake_dev *d, const char *name, const disp_op **op) {
+  test_ops_down(&g_ops);
+  disp_status st = fake_dev_up(PU1, 0, d);
+  if (st == DISP_OK) st = test_ops_up(&g_ops);
+  return st == DISP_OK ? disp_op_find(name, op) : st;
+}
+
+static void ops_down(fake_dev *d) {
+  test_ops_down(&g_ops);
+  fake_dev_down(PU1, d);
 }
 
 /* A factory: the CPU kernel is given device cpu, the result goes to the
  * device the call named (index 1 here). */
 TEST(factory_device_argument_is_rewritten) {
   fake_dev d;
-  test_ops o;
-  ASSERT_OK(fake_dev_up(PU1, 0, &d));
-  ASSERT_OK(test_ops_up(&o));
   const disp_op *iota;
-  ASSERT_OK(disp_op_find("fbtest::iota", &iota));
+  ASSERT_OK(ops_up(&d, "fbtest::iota", &iota));
   disp_opt_device on1 = {PU1, 1, true};
   disp_tensor *r = NULL, *cr = NULL;
   ASSERT_OK(disp_call(iota, (int64_t)3, on1, &r));
@@ -369,31 +431,73 @@ TEST(factory_device_argument_is_rewritten) {
   ASSERT_TRUE(same_as_cpu(r, disp_device_make(PU1, 1), cr));
   disp_tensor_release(r);
   disp_tensor_release(cr);
-  test_ops_down(&o);
-  fake_dev_down(PU1, &d);
+  ops_down(&d);
+  return 0;
+}
+
+/* Calls the test's operator `name` on a device tensor: it must fail with
+ * `want` and a message holding `msg`, and leave nothing behind. */
+static int refused(const char *name, disp_status want, const char *msg) {
+  fake_dev d;
+  const disp_op *op;
+  ASSERT_OK(ops_up(&d, name, &op));
+  disp_tensor *a = on_dev(0, N4, 1, A), *r = NULL;
+  ASSERT_STATUS(disp_call(op, a, &r), want);
+  ASSERT_CONTAINS(disp_last_error(), msg);
+  ASSERT_TRUE(r == NULL);
+  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
+  disp_tensor_release(a);
+  ops_down(&d);
   return 0;
 }
 
 /* 1.13's check of mutable aliases: a written return must alias a written
  * argument. */
 TEST(mismatched_mutable_alias_is_refused) {
+  return refused("fbtest::bad", DISP_ERR_KERNEL,
+                 "The operator fbtest::bad appears to have invalid alias information. Found a return tensor argument "
+                 "with a mismatched mutable alias: Tensor(b!)");
+}
+
+/* Tensor?[] arguments: None elements stay None, the others move. */
+TEST(optional_tensor_list_argument) {
   fake_dev d;
-  test_ops o;
-  ASSERT_OK(fake_dev_up(PU1, 0, &d));
-  ASSERT_OK(test_ops_up(&o));
-  const disp_op *bad;
-  ASSERT_OK(disp_op_find("fbtest::bad", &bad));
-  disp_tensor *a = on_dev(0, N4, 1, A), *r = NULL;
-  ASSERT_STATUS(disp_call(bad, a, &r), DISP_ERR_KERNEL);
-  ASSERT_CONTAINS(disp_last_error(),
-                  "The operator fbtest::bad appears to have invalid alias information. Found a return tensor argument "
-                  "with a mismatched mutable alias: Tensor(b!)");
-  ASSERT_TRUE(r == NULL);
-  ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
-  disp_tensor_release(a);
-  test_ops_down(&o);
-  fake_dev_down(PU1, &d);
+  const disp_op *op;
+  ASSERT_OK(ops_up(&d, "fbtest::add_opt", &op));
+  disp_tensor *a = on_dev(0, N4, 1, A), *b = on_dev(0, N4, 1, B), *ca = on_cpu(N4, 1, A), *cb = on_cpu(N4, 1, B);
+  disp_tensor *xs[3] = {b, NULL, a}, *cxs[3] = {cb, NULL, ca}, *r = NULL, *cr = NULL;
+  ASSERT_OK(disp_call(op, a, (disp_tensor_list){xs, 3}, &r));
+  ASSERT_OK(add_opt_cpu(ca, (disp_tensor_list){cxs, 3}, &cr));
+  ASSERT_TRUE(same_as_cpu(r, disp_device_make(PU1, 0), cr));
+  RELEASE_ALL(a, b, ca, cb, r, cr);
+  ops_down(&d);
   return 0;
+}
+
+/* A written Tensor(a!)[]: each element gets its CPU result back. */
+TEST(written_tensor_list_is_copied_back) {
+  fake_dev d;
+  const disp_op *op;
+  ASSERT_OK(ops_up(&d, "fbtest::fill_all_", &op));
+  disp_tensor *a = on_dev(0, N4, 1, A), *b = on_dev(0, N4, 1, B), *want = NULL;
+  disp_tensor *xs[2] = {a, b};
+  ASSERT_OK(disp_call(op, (disp_tensor_list){xs, 2}, 2.5));
+  static const float fives[4] = {2.5f, 2.5f, 2.5f, 2.5f};
+  want = on_cpu(N4, 1, fives);
+  ASSERT_TRUE(same_as_cpu(a, disp_device_make(PU1, 0), want));
+  ASSERT_TRUE(same_as_cpu(b, disp_device_make(PU1, 0), want));
+  disp_tensor_release(a);
+  disp_tensor_release(b);
+  disp_tensor_release(want);
+  ops_down(&d);
+  return 0;
+}
+
+/* An operator the CPU has no kernel for either: the dispatcher's error for
+ * the CPU key, named after the operator; nothing leaks. */
+TEST(operator_without_a_cpu_kernel) {
+  return refused("fbtest::nowhere", DISP_ERR_NO_KERNEL,
+                 "Could not run 'fbtest::nowhere' with arguments from the 'CPU' backend");
 }
 
 /* A view operator without a device kernel: 1.13 warns (every call) and
@@ -430,8 +534,7 @@ TEST(view_operator_warns_and_copies_or_is_refused) {
   ASSERT_EQ_INT(g_copies, 0);
   ASSERT_TRUE(v3 == NULL);
   disp_library_free(lib);
-  disp_tensor *all[] = {a, ca, v1, v2, cv};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(a, ca, v1, v2, cv);
   fake_dev_down(PU1, &d);
   return 0;
 }
@@ -455,8 +558,7 @@ TEST(relu_with_autograd_falls_back_forward_and_backward) {
   ASSERT_OK(disp_autograd_backward(&cs, 1, NULL, 0, 0));
   ASSERT_TRUE(same_as_cpu(y, disp_device_make(PU1, 0), cy));
   ASSERT_TRUE(same_as_cpu(disp_tensor_grad(x), disp_device_make(PU1, 0), disp_tensor_grad(cx)));
-  disp_tensor *all[] = {x, cx, y, s, cy, cs};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(x, cx, y, s, cy, cs);
   fake_dev_down(PU1, &d);
   return 0;
 }
@@ -500,10 +602,20 @@ TEST(devices_of_the_arguments) {
   ASSERT_TRUE(same_as_cpu(r2, disp_device_make(PU1, 1), cr));
   ASSERT_OK(disp_aten_mul_Tensor(ca, b1, &r3));
   ASSERT_TRUE(same_as_cpu(r3, disp_device_make(DISP_BACKEND_CPU, -1), cr));
-  disp_tensor *all[] = {a0, b1, ca, cb, r2, r3, cr};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(a0, b1, ca, cb, r2, r3, cr);
   fake_dev_down(PU1, &d);
   return 0;
+}
+
+/* A stack [7, a, b]: the arguments of a binary operator above a value
+ * that is not the call's. NULL when anything failed. */
+static disp_stack *stack_7ab(disp_tensor *a, disp_tensor *b) {
+  disp_stack *s = disp_stack_new();
+  if (s && a && b && disp_stack_push_int(s, 7) == DISP_OK && disp_stack_push_tensor(s, a) == DISP_OK &&
+      disp_stack_push_tensor(s, b) == DISP_OK)
+    return s;
+  disp_stack_free(s);
+  return NULL;
 }
 
 /* Calls the fallback directly on [a, b] for `name` with a failing copy
@@ -512,11 +624,8 @@ static int stack_kept(const char *name, int fail_at, disp_status want) {
   const disp_op *op;
   ASSERT_OK(disp_op_find(name, &op));
   disp_tensor *a = on_dev(0, N4, 1, A), *b = on_dev(0, N4, 1, B);
-  disp_stack *s = disp_stack_new();
-  ASSERT_TRUE(s && a && b);
-  ASSERT_OK(disp_stack_push_int(s, 7)); /* a value below the arguments */
-  ASSERT_OK(disp_stack_push_tensor(s, a));
-  ASSERT_OK(disp_stack_push_tensor(s, b));
+  disp_stack *s = stack_7ab(a, b);
+  ASSERT_TRUE(s != NULL);
   float before[4];
   memcpy(before, disp_tensor_data_ptr(a), sizeof before);
   g_copies = 0;
@@ -561,10 +670,8 @@ TEST(success_replaces_the_arguments) {
   ASSERT_OK(disp_op_find("aten::mul.Tensor", &op));
   disp_tensor *a = on_dev(0, N4, 1, A), *b = on_dev(0, N4, 1, B), *ca = on_cpu(N4, 1, A), *cb = on_cpu(N4, 1, B);
   disp_tensor *cr = NULL;
-  disp_stack *s = disp_stack_new();
-  ASSERT_OK(disp_stack_push_int(s, 7));
-  ASSERT_OK(disp_stack_push_tensor(s, a));
-  ASSERT_OK(disp_stack_push_tensor(s, b));
+  disp_stack *s = stack_7ab(a, b);
+  ASSERT_TRUE(s != NULL);
   ASSERT_OK(disp_cpu_fallback(op, disp_keyset_of(DISP_KEY_PRIVATEUSE1), s, NULL));
   ASSERT_OK(disp_aten_mul_Tensor(ca, cb, &cr));
   ASSERT_EQ_INT(disp_stack_size(s), 2);
@@ -573,8 +680,7 @@ TEST(success_replaces_the_arguments) {
   ASSERT_TRUE(same_as_cpu(disp_stack_at(s, 1)->u.tensor, disp_device_make(PU1, 0), cr));
   ASSERT_EQ_INT(disp_tensor_refcount(a), 1);
   disp_stack_free(s);
-  disp_tensor *all[] = {a, b, ca, cb, cr};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) disp_tensor_release(all[i]);
+  RELEASE_ALL(a, b, ca, cb, cr);
   fake_dev_down(PU1, &d);
   return 0;
 }
@@ -645,8 +751,12 @@ TEST_LIST = {
     TEST_ENTRY(out_argument_is_written_and_returned),
     TEST_ENTRY(per_operator_route_runs_cat_with_a_tensor_list),
     TEST_ENTRY(optional_tensor_and_tuple_returns),
+    TEST_ENTRY(linear_with_and_without_bias),
     TEST_ENTRY(factory_device_argument_is_rewritten),
     TEST_ENTRY(mismatched_mutable_alias_is_refused),
+    TEST_ENTRY(optional_tensor_list_argument),
+    TEST_ENTRY(written_tensor_list_is_copied_back),
+    TEST_ENTRY(operator_without_a_cpu_kernel),
     TEST_ENTRY(view_operator_warns_and_copies_or_is_refused),
     TEST_ENTRY(relu_with_autograd_falls_back_forward_and_backward),
     TEST_ENTRY(warns_once_per_operator),
