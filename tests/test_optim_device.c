@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <disp.h>
@@ -521,7 +522,32 @@ TEST(failing_device_kernel) {
   return 0;
 }
 
+/* The premise of the other cases: outside a kernel, reading device memory
+ * faults (in a child process, so the fault ends only the child). */
+TEST(device_memory_faults_on_the_host) {
+  ASSERT_TRUE(device_up());
+  disp_tensor *p = param_on(kDev, 4, 1);
+  ASSERT_TRUE(p != NULL);
+  fflush(NULL);
+  pid_t child = fork();
+  if (child == 0) {
+    if (!freopen("/dev/null", "w", stderr)) _exit(3); /* ASan's report of the fault, if any */
+    volatile float x = *(volatile const float *)disp_tensor_data_ptr(p);
+    (void)x;
+    _exit(0); /* read it: the guard does not work */
+  }
+  int status = 0;
+  ASSERT_TRUE(child > 0 && waitpid(child, &status, 0) == child);
+  /* SIGSEGV, or ASan's exit after reporting it; not 0 (read) nor 3 (no /dev/null) */
+  ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3));
+  ASSERT_TRUE(read_at(p, 0) == read_at(p, 0)); /* inside an open window it reads */
+  disp_tensor_release(p);
+  ASSERT_TRUE(device_down());
+  return 0;
+}
+
 TEST_LIST = {
+    TEST_ENTRY(device_memory_faults_on_the_host),
     TEST_ENTRY(device_matches_cpu),
     TEST_ENTRY(zero_grad_both_ways),
     TEST_ENTRY(meta_parameters),

@@ -32,21 +32,16 @@ static disp_status wrapped(double v, disp_tensor **out) {
                                  (disp_opt_device){DISP_BACKEND_CPU, -1, true}, (disp_opt_bool){false, false}, out);
 }
 
-/* self.mul_(v) (mul_ true) or self.div_(v), v a Python float. */
-static disp_status scale_(disp_tensor *self, double v, int mul) {
-  disp_tensor *s = NULL, *r = NULL;
-  disp_status st = wrapped(v, &s);
-  if (st == DISP_OK) st = mul ? disp_aten_mul__Tensor(self, s, &r) : disp_aten_div__Tensor(self, s, &r);
-  disp_tensor_release(s);
-  disp_tensor_release(r); /* the in-place result: self */
-  return st;
-}
+/* What a Python float does to a tensor in place. */
+typedef enum scalar_op { SCALAR_MUL, SCALAR_DIV, SCALAR_ADD } scalar_op;
 
-/* self.add_(v), v a Python float. */
-static disp_status add_scalar_(disp_tensor *self, double v) {
+/* self.mul_(v), self.div_(v) or self.add_(v), v a Python float. */
+static disp_status scalar_(disp_tensor *self, scalar_op op, double v) {
   disp_tensor *s = NULL, *r = NULL;
   disp_status st = wrapped(v, &s);
-  if (st == DISP_OK) st = disp_aten_add__Tensor(self, s, disp_scalar_int(1), &r);
+  if (st == DISP_OK && op == SCALAR_MUL) st = disp_aten_mul__Tensor(self, s, &r);
+  else if (st == DISP_OK && op == SCALAR_DIV) st = disp_aten_div__Tensor(self, s, &r);
+  else if (st == DISP_OK) st = disp_aten_add__Tensor(self, s, disp_scalar_int(1), &r);
   disp_tensor_release(s);
   disp_tensor_release(r); /* the in-place result: self */
   return st;
@@ -99,7 +94,7 @@ static disp_status sgd_momentum(const disp_sgd_options *o, disp_tensor **d, disp
   if (*buf == NULL) {
     st = disp_aten_clone(*d, -1, buf);
   } else {
-    st = scale_(*buf, o->momentum, 1);
+    st = scalar_(*buf, SCALAR_MUL, o->momentum);
     if (st == DISP_OK) st = add_(*buf, *d, 1.0 - o->dampening);
   }
   if (st != DISP_OK) return st;
@@ -135,11 +130,11 @@ disp_status disp__optim_sgd_device_update(disp_optimizer *opt, size_t i, disp_te
 static disp_status adam_moments(const optim_adam_coef *c, disp_tensor *p, disp_tensor **g, disp_tensor *m,
                                 disp_tensor *v) {
   disp_status st = DISP_OK;
-  if (c->adamw) st = scale_(p, c->decay, 1);
+  if (c->adamw) st = scalar_(p, SCALAR_MUL, c->decay);
   else if (c->weight_decay != 0) st = add_into(g, p, c->weight_decay);
-  if (st == DISP_OK) st = scale_(m, c->beta1, 1);
+  if (st == DISP_OK) st = scalar_(m, SCALAR_MUL, c->beta1);
   if (st == DISP_OK) st = add_(m, *g, c->one_minus_beta1);
-  if (st == DISP_OK) st = scale_(v, c->beta2, 1);
+  if (st == DISP_OK) st = scalar_(v, SCALAR_MUL, c->beta2);
   if (st == DISP_OK) st = addc_(v, *g, *g, c->one_minus_beta2, 1);
   return st;
 }
@@ -158,8 +153,8 @@ static disp_status keep_max(disp_tensor *vmax, disp_tensor *v) {
 static disp_status adam_apply(const optim_adam_coef *c, disp_tensor *p, disp_tensor *m, disp_tensor *v) {
   disp_tensor *denom = NULL;
   disp_status st = disp_aten_sqrt(v, &denom);
-  if (st == DISP_OK) st = scale_(denom, c->bias_correction2_sqrt, 0);
-  if (st == DISP_OK) st = add_scalar_(denom, c->eps);
+  if (st == DISP_OK) st = scalar_(denom, SCALAR_DIV, c->bias_correction2_sqrt);
+  if (st == DISP_OK) st = scalar_(denom, SCALAR_ADD, c->eps);
   if (st == DISP_OK) st = addc_(p, m, denom, c->neg_step_size, 0);
   disp_tensor_release(denom);
   return st;
