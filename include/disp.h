@@ -22,6 +22,7 @@
  *   disp/random.h      the seed of every device's random generator
  *   disp/tensor_util.h printing tensors, allclose
  *   disp/cpu.h         intra-op threads and the SIMD capability of CPU kernels
+ *   disp/plugin.h      backend plugins: load, attribute, unload (DISP_PLUGINS)
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -56,6 +57,7 @@
 #include "disp/random.h"
 #include "disp/tensor_util.h"
 #include "disp/cpu.h"
+#include "disp/plugin.h"
 #include "disp/optim.h"
 
 #endif /* DISP_H */

@@ -62,6 +62,9 @@ typedef struct null_fixtures {
   disp_device_hooks device_hooks; /* all NULL: never accepted */
   disp_generator *generator;      /* the CPU's */
   disp_generator_state generator_state; /* the CPU generator's, at setup */
+  /* No plugin is loaded: every function taking a plugin takes just that one
+   * pointer, so its only case passes NULL (tests/test_plugin.c has the rest). */
+  disp_plugin *plugin;
 } null_fixtures;
 
 /* Where out-parameters point. Globals: what a call leaves here is reachable,
@@ -95,6 +98,7 @@ typedef struct null_outs {
   disp_device_guard device_guard;
   disp_generator_state generator_state;
   disp_memory_stats memory_stats;
+  disp_plugin *plugin;
 } null_outs;
 
 extern null_fixtures fx;
