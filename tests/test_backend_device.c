@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "owner_internal.h"
 #include "test.h"
 
 /* ---- the fake device ------------------------------------------------------ */
@@ -669,6 +670,40 @@ TEST(null_and_bad_arguments) {
   return teardown();
 }
 
+/* Note [Owners]: hooks registered while a plugin's owner is current go
+ * away with it, and what they replaced comes back. */
+TEST(owned_hooks_are_undone) {
+  if (setup()) return 1;
+  const disp_device_hooks *program = disp_device_hooks_get(PU1);
+  disp_device_hooks other = fake_hooks;
+  other.synchronize = NULL;
+  disp_owner *o = disp__owner_new("fakeplugin");
+  ASSERT_TRUE(o != NULL);
+  disp_owner *prev = disp__owner_swap(o);
+  ASSERT_OK(disp_device_hooks_register(PU1, &other));
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE2, &fake_hooks));
+  disp__owner_swap(prev);
+  ASSERT_TRUE(disp_device_hooks_get(PU1)->synchronize == NULL);
+  ASSERT_EQ_INT(disp_device_count(DISP_BACKEND_PRIVATEUSE2), 2);
+  disp__owner_undo_all(o);
+  disp__owner_free(o);
+  ASSERT_TRUE(disp_device_hooks_get(PU1) == program); /* the program's hooks again */
+  ASSERT_TRUE(disp_device_hooks_get(DISP_BACKEND_PRIVATEUSE2) == NULL);
+  ASSERT_EQ_INT(disp_device_count(DISP_BACKEND_PRIVATEUSE2), 0);
+
+  /* replaced after the plugin's registration: the newer hooks stay */
+  o = disp__owner_new("fakeplugin");
+  prev = disp__owner_swap(o);
+  ASSERT_OK(disp_device_hooks_register(PU1, &other));
+  disp__owner_swap(prev);
+  ASSERT_OK(disp_device_hooks_register(PU1, &fake_hooks));
+  const disp_device_hooks *newer = disp_device_hooks_get(PU1);
+  disp__owner_undo_all(o);
+  disp__owner_free(o);
+  ASSERT_TRUE(disp_device_hooks_get(PU1) == newer);
+  return teardown();
+}
+
 TEST_LIST = {
     TEST_ENTRY(hooks_register_replace_restore),
     TEST_ENTRY(guard_restores_previous_device),
@@ -679,5 +714,6 @@ TEST_LIST = {
     TEST_ENTRY(print_compare_item_copy_through_hooks),
     TEST_ENTRY(generators_per_device_seeded_together),
     TEST_ENTRY(null_and_bad_arguments),
+    TEST_ENTRY(owned_hooks_are_undone),
     TEST_END};
 TEST_MAIN()
