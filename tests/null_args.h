@@ -59,12 +59,12 @@ typedef struct null_fixtures {
   disp_sgd_options sgd_options;   /* lr 0.1 */
   disp_adam_options adam_options; /* the defaults */
   disp_optimizer *optimizer;      /* SGD over tensor */
-  /* No plugin is loaded: every function taking a plugin takes just that one
-   * pointer, so its only case passes NULL (tests/test_plugin.c has the rest). */
-  disp_plugin *plugin;
   disp_device_hooks device_hooks; /* all NULL: never accepted */
   disp_generator *generator;      /* the CPU's */
   disp_generator_state generator_state; /* the CPU generator's, at setup */
+  /* No plugin is loaded: every function taking a plugin takes just that one
+   * pointer, so its only case passes NULL (tests/test_plugin.c has the rest). */
+  disp_plugin *plugin;
 } null_fixtures;
 
 /* Where out-parameters point. Globals: what a call leaves here is reachable,
@@ -95,10 +95,10 @@ typedef struct null_outs {
   disp_library_node node;
   disp_tensor_vec vec; /* empty: freeing it is a no-op */
   disp_optimizer *optimizer;
-  disp_plugin *plugin;
   disp_device_guard device_guard;
   disp_generator_state generator_state;
   disp_memory_stats memory_stats;
+  disp_plugin *plugin;
 } null_outs;
 
 extern null_fixtures fx;

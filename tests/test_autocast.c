@@ -754,6 +754,27 @@ static void host_free(void *p, size_t n, disp_device d, void *ctx) {
   free(p);
 }
 
+/* Its hooks: one device, host copies (allclose reads device tensors through
+ * the d2h hook, disp/backend.h). */
+static int one_device(void *ctx) {
+  (void)ctx;
+  return 1;
+}
+static int device_zero(void *ctx) {
+  (void)ctx;
+  return 0;
+}
+static disp_status set_zero(int index, void *ctx) {
+  (void)ctx;
+  return index == 0 ? DISP_OK : DISP_ERR_INVALID_ARG;
+}
+static disp_status host_d2h(void *dst, const void *src, disp_device dev, size_t n, void *ctx) {
+  (void)dev, (void)ctx;
+  memcpy(dst, src, n);
+  return DISP_OK;
+}
+static const disp_device_hooks host_hooks = {one_device, device_zero, set_zero, NULL, NULL, host_d2h, NULL, NULL};
+
 static float load(const void *p, disp_dtype dt, int64_t i) {
   switch (dt) {
     case DISP_DTYPE_FLOAT32: return ((const float *)p)[i];
@@ -812,6 +833,7 @@ static disp_tensor *on(disp_backend b, disp_dtype dt) {
 TEST(autocast_cuda_follows_its_own_list) {
   disp_allocator host = {host_alloc, host_free, NULL, NULL};
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_CUDA, &host));
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_CUDA, &host_hooks));
   disp_library *cu = impl_lib("aten", DISP_KEY_CUDA);
   ASSERT_TRUE(cu != NULL);
   ASSERT_OK(DISP_IMPL_ATEN(cu, _to_copy, fake_to_copy));
@@ -855,6 +877,7 @@ TEST(autocast_cuda_follows_its_own_list) {
   disp_tensor_release(f16);
   disp_library_free(cu);
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_CUDA, NULL));
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_CUDA, NULL));
   return 0;
 }
 
@@ -876,6 +899,7 @@ static disp_status pu_op_autocast(disp_tensor *self, disp_tensor *other, disp_te
 TEST(autocast_privateuse1_is_a_backend_s_own) {
   disp_allocator host = {host_alloc, host_free, NULL, NULL};
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &host));
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE1, &host_hooks));
   disp_library *def = NULL;
   ASSERT_OK(disp_library_new(DISP_LIBRARY_DEF, "pu1ops", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &def));
   ASSERT_OK(disp_library_def(def, "scale(Tensor self, Tensor other) -> Tensor", NULL));
@@ -931,6 +955,7 @@ TEST(autocast_privateuse1_is_a_backend_s_own) {
   disp_library_free(pu);
   disp_library_free(def);
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, NULL));
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE1, NULL));
   return 0;
 }
 

@@ -10,10 +10,12 @@
  * by accident). Every hook counts its calls and checks that the device
  * pointers it gets lie in a live block of its allocator.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "owner_internal.h"
 #include "test.h"
 
 /* ---- the fake device ------------------------------------------------------ */
@@ -512,6 +514,53 @@ TEST(memory_stats_follow_allocations) {
   return teardown();
 }
 
+/* Threads allocating and freeing at once lose no count and no peak. */
+static void *churn(void *arg) {
+  disp_device d = *(disp_device *)arg;
+  for (int i = 0; i < 500; i++) {
+    disp_storage *st;
+    if (disp_storage_new(64, d, &st) != DISP_OK) return (void *)1;
+    disp_storage_release(st);
+  }
+  return NULL;
+}
+
+static void *host_allocate(size_t n, disp_device d, void *ctx) {
+  (void)d, (void)ctx;
+  return n ? malloc(n) : NULL;
+}
+
+static void host_deallocate(void *p, size_t n, disp_device d, void *ctx) {
+  (void)n, (void)d, (void)ctx;
+  free(p);
+}
+
+TEST(memory_stats_are_thread_safe) {
+  disp_device pu2 = disp_device_make(DISP_BACKEND_PRIVATEUSE2, 3);
+  disp_allocator host = {host_allocate, host_deallocate, NULL, NULL};
+  ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE2, &host));
+  disp_memory_stats s0, s;
+  ASSERT_OK(disp_memory_reset_peak(pu2));
+  ASSERT_OK(disp_memory_stats_get(pu2, &s0));
+  disp_storage *held;
+  ASSERT_OK(disp_storage_new(1000, pu2, &held));
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) ASSERT_EQ_INT(pthread_create(&th[i], NULL, churn, &pu2), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    pthread_join(th[i], &r);
+    ASSERT_TRUE(r == NULL);
+  }
+  ASSERT_OK(disp_memory_stats_get(pu2, &s));
+  ASSERT_EQ_INT(s.allocated_bytes - s0.allocated_bytes, 1000);
+  ASSERT_EQ_INT(s.num_allocs - s0.num_allocs, 2001);
+  ASSERT_EQ_INT(s.num_frees - s0.num_frees, 2000);
+  ASSERT_TRUE(s.peak_bytes >= s0.allocated_bytes + 1064 && s.peak_bytes <= s0.allocated_bytes + 1256);
+  disp_storage_release(held);
+  ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE2, NULL));
+  return 0;
+}
+
 /* ---- reading device memory on the host -------------------------------------- */
 
 TEST(print_compare_item_copy_through_hooks) {
@@ -669,6 +718,40 @@ TEST(null_and_bad_arguments) {
   return teardown();
 }
 
+/* Note [Owners]: hooks registered while a plugin's owner is current go
+ * away with it, and what they replaced comes back. */
+TEST(owned_hooks_are_undone) {
+  if (setup()) return 1;
+  const disp_device_hooks *program = disp_device_hooks_get(PU1);
+  disp_device_hooks other = fake_hooks;
+  other.synchronize = NULL;
+  disp_owner *o = disp__owner_new("fakeplugin");
+  ASSERT_TRUE(o != NULL);
+  disp_owner *prev = disp__owner_swap(o);
+  ASSERT_OK(disp_device_hooks_register(PU1, &other));
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE2, &fake_hooks));
+  disp__owner_swap(prev);
+  ASSERT_TRUE(disp_device_hooks_get(PU1)->synchronize == NULL);
+  ASSERT_EQ_INT(disp_device_count(DISP_BACKEND_PRIVATEUSE2), 2);
+  disp__owner_undo_all(o);
+  disp__owner_free(o);
+  ASSERT_TRUE(disp_device_hooks_get(PU1) == program); /* the program's hooks again */
+  ASSERT_TRUE(disp_device_hooks_get(DISP_BACKEND_PRIVATEUSE2) == NULL);
+  ASSERT_EQ_INT(disp_device_count(DISP_BACKEND_PRIVATEUSE2), 0);
+
+  /* replaced after the plugin's registration: the newer hooks stay */
+  o = disp__owner_new("fakeplugin");
+  prev = disp__owner_swap(o);
+  ASSERT_OK(disp_device_hooks_register(PU1, &other));
+  disp__owner_swap(prev);
+  ASSERT_OK(disp_device_hooks_register(PU1, &fake_hooks));
+  const disp_device_hooks *newer = disp_device_hooks_get(PU1);
+  disp__owner_undo_all(o);
+  disp__owner_free(o);
+  ASSERT_TRUE(disp_device_hooks_get(PU1) == newer);
+  return teardown();
+}
+
 TEST_LIST = {
     TEST_ENTRY(hooks_register_replace_restore),
     TEST_ENTRY(guard_restores_previous_device),
@@ -676,8 +759,10 @@ TEST_LIST = {
     TEST_ENTRY(resize_moves_data_and_views_follow),
     TEST_ENTRY(set_overloads_through_the_setters),
     TEST_ENTRY(memory_stats_follow_allocations),
+    TEST_ENTRY(memory_stats_are_thread_safe),
     TEST_ENTRY(print_compare_item_copy_through_hooks),
     TEST_ENTRY(generators_per_device_seeded_together),
     TEST_ENTRY(null_and_bad_arguments),
+    TEST_ENTRY(owned_hooks_are_undone),
     TEST_END};
 TEST_MAIN()

@@ -27,7 +27,7 @@ static void host_free(void *ptr, size_t nbytes, disp_device device, void *ctx) {
   free(ptr);
 }
 
-static const disp_allocator program_allocator = {host_alloc, host_free, NULL};
+static const disp_allocator program_allocator = {host_alloc, host_free, NULL, NULL};
 
 static int setup(void) {
   disp_init();

@@ -331,7 +331,7 @@ TEST(privateuse1_allocator_required_and_used) {
   /* Re-registering replaces it for new storages, but t still frees
    * through the allocator that made it. */
   counting c2 = {0, 0, 0, 0};
-  disp_allocator a2 = {count_allocate, count_deallocate, &c2};
+  disp_allocator a2 = {count_allocate, count_deallocate, &c2, NULL};
   ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &a2));
   ASSERT_EQ_INT(got->ctx == &c, 1); /* the old copy stays valid */
   disp_tensor *t2;

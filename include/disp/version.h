@@ -37,7 +37,7 @@ extern "C" {
  * disp_plugin_load() refuses a plugin whose disp_plugin_abi_version differs
  * from disp_abi_version() before any of its registrations run (plugin.h).
  */
-#define DISP_ABI_VERSION 1
+#define DISP_ABI_VERSION 2 /* 2: disp_allocator gained copy (issue 11, disp/backend.h) */
 
 /*
  * disp_version - DISP_VERSION_HEX of the library actually loaded (which may

@@ -15,6 +15,7 @@
 #include "disp/backend.h"
 #include "argcheck_internal.h"
 #include "device_internal.h"
+#include "owner_internal.h"
 #include "tensor_internal.h"
 
 typedef struct hooks_node {
@@ -25,6 +26,38 @@ typedef struct hooks_node {
 static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(const disp_device_hooks *) hooks_table[DISP_NUM_BACKENDS];
 static hooks_node *retired; /* guarded by hooks_lock */
+
+/* Retires a replaced table. Precondition: hooks_lock held. */
+static void retire(const disp_device_hooks *old) {
+  if (!old) return;
+  hooks_node *o = (hooks_node *)(void *)old;
+  o->next = retired;
+  retired = o;
+}
+
+/* Note [Owners]: a plugin's hooks go when it is unloaded - what its
+ * registration replaced comes back, unless someone replaced its hooks
+ * since (then those stay). */
+typedef struct hooks_undo {
+  disp_backend type;
+  const disp_device_hooks *mine, *old;
+} hooks_undo;
+
+static void restore(void *ctx) {
+  hooks_undo *u = ctx;
+  pthread_mutex_lock(&hooks_lock);
+  if (atomic_load_explicit(&hooks_table[u->type], memory_order_relaxed) == u->mine) {
+    for (hooks_node **p = &retired; *p; p = &(*p)->next)
+      if (&(*p)->h == u->old) { /* published again: off the retired list */
+        *p = (*p)->next;
+        break;
+      }
+    atomic_store_explicit(&hooks_table[u->type], u->old, memory_order_release);
+    retire(u->mine);
+  }
+  pthread_mutex_unlock(&hooks_lock);
+  free(u);
+}
 
 static disp_status check_hooks(disp_backend type, const disp_device_hooks *h) {
   const char *missing = !h->device_count ? "device_count"
@@ -51,17 +84,18 @@ disp_status disp_device_hooks_register(disp_backend type, const disp_device_hook
     node->h = *h;
     node->next = NULL;
   }
-  /* TODO(issue 11, plugin): record an undo on the current owner
-   * (src/base/owner_internal.h on branch `plugin`) so a plugin's hooks go
-   * away when it is unloaded; the allocator registration needs the same. */
-  pthread_mutex_lock(&hooks_lock);
-  const disp_device_hooks *old =
-      atomic_exchange_explicit(&hooks_table[type], node ? &node->h : NULL, memory_order_acq_rel);
-  if (old) {
-    hooks_node *o = (hooks_node *)(void *)old;
-    o->next = retired;
-    retired = o;
+  /* Recorded before the change, so running out of memory changes nothing. */
+  hooks_undo *undo = disp__owner_current() ? malloc(sizeof *undo) : NULL;
+  if ((disp__owner_current() && !undo) || (undo && disp__owner_defer(restore, undo, NULL) != DISP_OK)) {
+    free(undo);
+    free(node);
+    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering device hooks");
   }
+  const disp_device_hooks *fresh = node ? &node->h : NULL;
+  pthread_mutex_lock(&hooks_lock);
+  const disp_device_hooks *old = atomic_exchange_explicit(&hooks_table[type], fresh, memory_order_acq_rel);
+  if (undo) *undo = (hooks_undo){type, fresh, old};
+  retire(old);
   pthread_mutex_unlock(&hooks_lock);
   return DISP_OK;
 }

@@ -48,16 +48,10 @@ void disp__memstats_free(disp_device dev, size_t nbytes) {
   atomic_fetch_sub_explicit(&stats[slot].allocated, (int64_t)nbytes, memory_order_relaxed);
 }
 
-/* A device of a storage: -1 reads as 0, as storage_slot counts it. */
-static disp_status query_slot(const char *fn, disp_device dev, int *slot) {
-  if (disp__device_is_host(dev.type) && dev.index < 0) dev.index = 0;
-  return disp__device_slot(fn, dev, slot);
-}
-
 disp_status disp_memory_stats_get(disp_device dev, disp_memory_stats *out) {
   DISP_REFUSE_NULL(out);
   int slot;
-  disp_status s = query_slot(__func__, dev, &slot);
+  disp_status s = disp__device_slot(__func__, dev, &slot);
   if (s != DISP_OK) return s;
   memstats *m = &stats[slot];
   disp_memory_stats r;
@@ -72,7 +66,7 @@ disp_status disp_memory_stats_get(disp_device dev, disp_memory_stats *out) {
 
 disp_status disp_memory_reset_peak(disp_device dev) {
   int slot;
-  disp_status s = query_slot(__func__, dev, &slot);
+  disp_status s = disp__device_slot(__func__, dev, &slot);
   if (s != DISP_OK) return s;
   atomic_store_explicit(&stats[slot].peak, atomic_load_explicit(&stats[slot].allocated, memory_order_relaxed),
                         memory_order_relaxed);

@@ -33,8 +33,6 @@ uint64_t disp_generator_draw(uint64_t seed, uint64_t i) {
 }
 
 disp_generator *disp_device_generator(disp_device dev) {
-  /* CPU and Meta have one device; "cpu" is it. */
-  if (disp__device_is_host(dev.type) && dev.index < 0) dev.index = 0;
   int slot;
   if (disp__device_slot("disp_device_generator", dev, &slot) != DISP_OK) return NULL;
   return &generators[slot];

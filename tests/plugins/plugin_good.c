@@ -49,7 +49,7 @@ static void device_free(void *ptr, size_t nbytes, disp_device device, void *ctx)
   free(ptr);
 }
 
-static const disp_allocator allocator = {device_alloc, device_free, NULL};
+static const disp_allocator allocator = {device_alloc, device_free, NULL, NULL};
 
 DISP_PLUGIN(self) {
   (void)self;

@@ -26,7 +26,7 @@ static void no_free(void *ptr, size_t nbytes, disp_device device, void *ctx) {
   (void)ptr, (void)nbytes, (void)device, (void)ctx;
 }
 
-static const disp_allocator allocator = {no_alloc, no_free, NULL};
+static const disp_allocator allocator = {no_alloc, no_free, NULL, NULL};
 
 DISP_PLUGIN(self) {
   (void)self;
