@@ -102,7 +102,7 @@ static fake_dev g_live[DISP_NUM_BACKENDS];
 /* The device on `b` (PrivateUse1 or a second one), with the fallback
  * registered for every operator with `flags` (no fallback when < 0). */
 static disp_status fake_dev_up(disp_backend b, int flags, fake_dev *d) {
-  disp_allocator a = {dev_alloc, dev_free, NULL};
+  disp_allocator a = {dev_alloc, dev_free, NULL, NULL};
   disp_key key = disp_key_for_backend(DISP_KEY_DENSE, b);
   fake_dev_down(b, &g_live[b]);
   d->kernels = d->fallback = NULL;

@@ -194,7 +194,7 @@ static disp_library *g_lib;
 static int device_up(void) {
   g_calls = 0, g_fail = NULL;
   if (g_lib) return 1;
-  disp_allocator a = {dev_allocate, dev_deallocate, NULL};
+  disp_allocator a = {dev_allocate, dev_deallocate, NULL, NULL};
   if (disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &a) != DISP_OK) return 0;
   if (disp_library_new(DISP_LIBRARY_IMPL, "_", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &g_lib) != DISP_OK) return 0;
   disp_kernel copy_from = disp_kernel_unboxed(DISP_FN(device_copy_from), 0);

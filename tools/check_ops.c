@@ -445,7 +445,7 @@ static int error_needs_values(const chk_case *c) {
 }
 
 static void compare_returns(chk_report *r, const chk_case *c, const chk_built *b, disp_stack *stack,
-                            const chk_opts *o) {
+                            const disp_schema *schema, const chk_opts *o) {
   size_t nret = disp_stack_size(stack);
   if (nret != c->nouts) {
     chk_addf(r, CL_VALUE, "%zu returns, expected %zu", nret, c->nouts);
@@ -488,7 +488,16 @@ static void compare_returns(chk_report *r, const chk_case *c, const chk_built *b
     disp_tensor *t = got->u.tensor;
     disp_storage *ts = disp_tensor_storage(t);
     int aliased = 0;
-    for (size_t k = 0; k < c->naliases; k++) {
+    /* Note [Aliases on a plugin's device]: a return that the reference saw
+     * aliasing an input although its schema does not annotate it
+     * (native_dropout in eval mode hands back its input) shows the CPU
+     * kernel's choice; a backend, or the CPU fallback, may return a fresh
+     * tensor there (1.13's cpu_fallback does): either is right on a plugin's
+     * device. */
+    int lenient = 0;
+    for (size_t k = 0; k < c->naliases; k++) lenient |= (size_t)c->aliases[k].ret == i;
+    lenient &= plugin_device(o) && i < disp_schema_num_returns(schema) && !disp_schema_return_alias_set(schema, i);
+    for (size_t k = 0; k < c->naliases && !lenient; k++) {
       if ((size_t)c->aliases[k].ret != i) continue;
       aliased = 1;
       disp_tensor *in;
@@ -497,7 +506,7 @@ static void compare_returns(chk_report *r, const chk_case *c, const chk_built *b
       else if (!ts || ts != st)
         chk_addf(r, CL_ALIAS, "%s does not share storage with %s", what, c->aliases[k].label);
     }
-    if (!aliased && ts) {
+    if (!aliased && ts && !lenient) {
       for (size_t a = 0; a < c->nargs; a++) {
         int shares = (b[a].t && disp_tensor_storage(b[a].t) == ts) || (b[a].st && b[a].st == ts);
         for (size_t e = 0; e < b[a].nlist; e++)
@@ -610,7 +619,7 @@ static void run_case(const chk_case *c, const chk_opts *gopts, chk_report *r) {
     chk_addf(r, missing ? CL_KERNEL : CL_ERROR, "%s", disp_last_error());
     goto done;
   }
-  compare_returns(r, c, b, stack, o);
+  compare_returns(r, c, b, stack, schema, o);
   if (o->grad) chk_check_grad(c, op, o, r);
 done:
   disp_stack_free(stack);
