@@ -110,15 +110,20 @@ static disp_tensor *device_tensor(void) {
   return t;
 }
 
-/* Calls plugtest::f(t) and gives back its status. */
-static disp_status call_f(disp_tensor *t) {
-  const disp_op *op = NULL;
-  disp_status st = disp_op_find("plugtest::f", &op);
+/* Calls `op` (plugtest::f: found now, or an old handle) on t. */
+static disp_status call_op(const disp_op *op, disp_tensor *t) {
+  disp_status st = DISP_OK;
   disp_stack *s = disp_stack_new();
   if (st == DISP_OK) st = disp_stack_push_tensor(s, t);
   if (st == DISP_OK) st = disp_call_boxed(op, s);
   disp_stack_free(s);
   return st;
+}
+
+static disp_status call_f(disp_tensor *t) {
+  const disp_op *op = NULL;
+  disp_status st = disp_op_find("plugtest::f", &op);
+  return st == DISP_OK ? call_op(op, t) : st;
 }
 
 /* Everything plugin_good registers is there and runs. */
@@ -176,8 +181,15 @@ TEST(load_use_unload) {
   ASSERT_OK(disp_plugin_find("plugin_good", &found));
   ASSERT_TRUE(found == p);
   if (good_is_loaded()) return 1;
+  const disp_op *f = NULL; /* kept past the unload, as a program might */
+  ASSERT_OK(disp_op_find("plugtest::f", &f));
   ASSERT_OK(disp_plugin_unload(p));
   ASSERT_FALSE(disp_plugin_is_loaded(p));
+  disp_tensor *t = device_tensor();
+  disp_status st = call_op(f, t);
+  disp_tensor_release(t);
+  ASSERT_STATUS(st, DISP_ERR_OP_NOT_FOUND); /* the op handle lives on, its def does not */
+  ASSERT_CONTAINS(disp_last_error(), "plugtest::f has no schema");
   ASSERT_EQ_STR(disp_plugin_name(p), "plugin_good"); /* the handle lives on */
   if (good_is_gone()) return 1;
   ASSERT_TRUE(unchanged(&before));

@@ -8,7 +8,8 @@
  * run those records newest first and only then dlclose, so the destroy
  * callbacks of its kernels still find their code. g_lock serializes loads
  * and unloads with each other; each registration takes the registry lock as
- * usual, so loads also serialize with other threads' registrations.
+ * usual, so a load's registrations interleave safely with other threads'
+ * (which the thread-local owner does not attribute to the plugin).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -33,7 +34,8 @@ struct disp_plugin {
   struct disp_plugin *next; /* every handle of this lifetime, newest first */
 };
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a plugin's init may ask about plugins (disp_plugin_find). */
+static pthread_mutex_t g_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static disp_plugin *g_plugins; /* guarded by g_lock */
 static int g_autoloaded;       /* guarded by g_lock */
 static _Thread_local int tls_loading;
@@ -297,6 +299,7 @@ static void autoload_one(const char *path, disp_status *first_st, char **first) 
 }
 
 void disp__plugins_autoload(void) {
+  if (tls_loading) return; /* disp_init() from a plugin's init: later */
   const char *env = getenv("DISP_PLUGINS");
   pthread_mutex_lock(&g_lock);
   int done = g_autoloaded;
