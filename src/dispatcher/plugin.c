@@ -76,18 +76,20 @@ static disp_plugin *plugin_new(const char *path) {
   return p;
 }
 
+/* Puts "plugin 'name' (path): " in front of the current message. */
+static void name_failure(const disp_plugin *p) {
+  disp__error_prefix("plugin '%s' (%s): ", p->name, p->path);
+}
+
 /* Fails with "plugin 'name' (path): <cause>". */
 static disp_status plugin_fail(const disp_plugin *p, disp_status st, const char *fmt, ...)
     DISP_PRINTF(3, 4);
 static disp_status plugin_fail(const disp_plugin *p, disp_status st, const char *fmt, ...) {
-  disp_strbuf b;
-  disp__strbuf_init(&b);
   va_list ap;
   va_start(ap, fmt);
-  disp__strbuf_vappendf(&b, fmt, ap);
+  disp__vfail(st, fmt, ap);
   va_end(ap);
-  disp__fail(st, "plugin '%s' (%s): %s", p->name, p->path, disp__strbuf_cstr(&b));
-  disp__strbuf_free(&b);
+  name_failure(p);
   return st;
 }
 
@@ -137,13 +139,9 @@ static disp_status run_init(const disp_plugin *p, disp_plugin_init_fn init) {
   disp_clear_error();
   disp_status st = init((disp_plugin *)p);
   if (st == DISP_OK) return DISP_OK;
-  const char *msg = disp_last_error();
-  disp_strbuf b;
-  disp__strbuf_init(&b);
-  disp__strbuf_append(&b, msg[0] ? msg : "(it set no message)");
-  plugin_fail(p, DISP_ERR_PLUGIN, "%s failed with %s: %s", DISP_PLUGIN_INIT_SYMBOL,
-              disp_status_name(st), disp__strbuf_cstr(&b));
-  disp__strbuf_free(&b);
+  if (!disp_last_error()[0]) disp__fail(DISP_ERR_PLUGIN, "(it set no message)");
+  disp__error_prefix("%s failed with %s: ", DISP_PLUGIN_INIT_SYMBOL, disp_status_name(st));
+  name_failure(p);
   return DISP_ERR_PLUGIN;
 }
 
@@ -175,11 +173,7 @@ static disp_status load_locked(disp_plugin *p) {
   }
   disp_plugin_init_fn init = NULL;
   disp_status st = check(p, h, copies_before, &init);
-  if (st == DISP_OK && (st = disp__library_load_run(nodes)) != DISP_OK) {
-    char *msg = strdup(disp_last_error());
-    plugin_fail(p, st, "%s", msg ? msg : "a static registration block failed");
-    free(msg);
-  }
+  if (st == DISP_OK && (st = disp__library_load_run(nodes)) != DISP_OK) name_failure(p);
   disp__library_load_end();
   if (st == DISP_OK) st = run_init(p, init);
   if (st != DISP_OK) return roll_back(p, h, st);
