@@ -8,6 +8,7 @@
  * of its own on PrivateUse1, so that unloading can be seen to put it back
  * and tensors on the device exist after the plugin is gone.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <disp.h>
@@ -110,15 +111,20 @@ static disp_tensor *device_tensor(void) {
   return t;
 }
 
-/* Calls plugtest::f(t) and gives back its status. */
-static disp_status call_f(disp_tensor *t) {
-  const disp_op *op = NULL;
-  disp_status st = disp_op_find("plugtest::f", &op);
+/* Calls `op` (plugtest::f: found now, or an old handle) on t. */
+static disp_status call_op(const disp_op *op, disp_tensor *t) {
+  disp_status st = DISP_OK;
   disp_stack *s = disp_stack_new();
   if (st == DISP_OK) st = disp_stack_push_tensor(s, t);
   if (st == DISP_OK) st = disp_call_boxed(op, s);
   disp_stack_free(s);
   return st;
+}
+
+static disp_status call_f(disp_tensor *t) {
+  const disp_op *op = NULL;
+  disp_status st = disp_op_find("plugtest::f", &op);
+  return st == DISP_OK ? call_op(op, t) : st;
 }
 
 /* Everything plugin_good registers is there and runs. */
@@ -176,8 +182,15 @@ TEST(load_use_unload) {
   ASSERT_OK(disp_plugin_find("plugin_good", &found));
   ASSERT_TRUE(found == p);
   if (good_is_loaded()) return 1;
+  const disp_op *f = NULL; /* kept past the unload, as a program might */
+  ASSERT_OK(disp_op_find("plugtest::f", &f));
   ASSERT_OK(disp_plugin_unload(p));
   ASSERT_FALSE(disp_plugin_is_loaded(p));
+  disp_tensor *t = device_tensor();
+  disp_status st = call_op(f, t);
+  disp_tensor_release(t);
+  ASSERT_STATUS(st, DISP_ERR_OP_NOT_FOUND); /* the op handle lives on, its def does not */
+  ASSERT_CONTAINS(disp_last_error(), "plugtest::f has no schema");
   ASSERT_EQ_STR(disp_plugin_name(p), "plugin_good"); /* the handle lives on */
   if (good_is_gone()) return 1;
   ASSERT_TRUE(unchanged(&before));
@@ -320,6 +333,41 @@ TEST(second_copy_inside_the_plugin) {
   return 0;
 }
 
+/* ---- threads ------------------------------------------------------------- */
+
+/* Another thread registers and unregisters a library of its own the whole
+ * time: none of it is the plugin's (owners are per thread), so unloading
+ * never takes it, and nothing deadlocks. */
+static void *register_in_a_loop(void *arg) {
+  int *failures = arg;
+  for (int i = 0; i < 200; i++) {
+    disp_library *lib = NULL;
+    const disp_op *op = NULL;
+    if (disp_library_new(DISP_LIBRARY_DEF, "plugthread", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &lib) != DISP_OK ||
+        disp_library_def(lib, "x(Tensor self) -> Tensor", NULL) != DISP_OK ||
+        disp_op_find("plugthread::x", &op) != DISP_OK)
+      ++*failures;
+    disp_library_free(lib);
+  }
+  return NULL;
+}
+
+TEST(loads_and_unloads_beside_another_thread_registering) {
+  ASSERT_TRUE(setup() == 0);
+  int failures = 0;
+  pthread_t thread;
+  ASSERT_EQ_INT(pthread_create(&thread, NULL, register_in_a_loop, &failures), 0);
+  int bad = 0;
+  for (int round = 0; round < 10 && !bad; round++) {
+    disp_plugin *p = NULL;
+    bad = disp_plugin_load(PLUGIN("plugin_good"), &p) != DISP_OK || disp_plugin_unload(p) != DISP_OK;
+  }
+  pthread_join(thread, NULL);
+  ASSERT_FALSE(bad);
+  ASSERT_EQ_INT(failures, 0);
+  return good_is_gone();
+}
+
 /* ---- the dispatcher's lifecycle ----------------------------------------- */
 
 static char warned[4096];
@@ -369,6 +417,7 @@ TEST_LIST = {
     TEST_ENTRY(failing_static_block_is_rolled_back),
     TEST_ENTRY(device_name_taken_by_another_plugin),
     TEST_ENTRY(second_copy_inside_the_plugin),
+    TEST_ENTRY(loads_and_unloads_beside_another_thread_registering),
     TEST_ENTRY(shutdown_unloads_and_env_autoloads),
     TEST_END,
 };

@@ -34,6 +34,9 @@ extern "C" {
  *   - an enum that crosses the interface is renumbered (keys, dtypes,
  *     statuses, devices).
  * Adding a new function or a new enum value at the end does not need a bump.
+ * One layout never changes, whatever the version: disp_library_node up to
+ * and including `next`, which disp_library_enqueue() writes when a plugin's
+ * constructors run - before its ABI version can be read.
  * disp_plugin_load() refuses a plugin whose disp_plugin_abi_version differs
  * from disp_abi_version() before any of its registrations run (plugin.h).
  */

@@ -8,7 +8,8 @@
  * run those records newest first and only then dlclose, so the destroy
  * callbacks of its kernels still find their code. g_lock serializes loads
  * and unloads with each other; each registration takes the registry lock as
- * usual, so loads also serialize with other threads' registrations.
+ * usual, so a load's registrations interleave safely with other threads'
+ * (which the thread-local owner does not attribute to the plugin).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -33,7 +34,8 @@ struct disp_plugin {
   struct disp_plugin *next; /* every handle of this lifetime, newest first */
 };
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a plugin's init may ask about plugins (disp_plugin_find). */
+static pthread_mutex_t g_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static disp_plugin *g_plugins; /* guarded by g_lock */
 static int g_autoloaded;       /* guarded by g_lock */
 static _Thread_local int tls_loading;
@@ -74,18 +76,20 @@ static disp_plugin *plugin_new(const char *path) {
   return p;
 }
 
+/* Puts "plugin 'name' (path): " in front of the current message. */
+static void name_failure(const disp_plugin *p) {
+  disp__error_prefix("plugin '%s' (%s): ", p->name, p->path);
+}
+
 /* Fails with "plugin 'name' (path): <cause>". */
 static disp_status plugin_fail(const disp_plugin *p, disp_status st, const char *fmt, ...)
     DISP_PRINTF(3, 4);
 static disp_status plugin_fail(const disp_plugin *p, disp_status st, const char *fmt, ...) {
-  disp_strbuf b;
-  disp__strbuf_init(&b);
   va_list ap;
   va_start(ap, fmt);
-  disp__strbuf_vappendf(&b, fmt, ap);
+  disp__vfail(st, fmt, ap);
   va_end(ap);
-  disp__fail(st, "plugin '%s' (%s): %s", p->name, p->path, disp__strbuf_cstr(&b));
-  disp__strbuf_free(&b);
+  name_failure(p);
   return st;
 }
 
@@ -135,13 +139,9 @@ static disp_status run_init(const disp_plugin *p, disp_plugin_init_fn init) {
   disp_clear_error();
   disp_status st = init((disp_plugin *)p);
   if (st == DISP_OK) return DISP_OK;
-  const char *msg = disp_last_error();
-  disp_strbuf b;
-  disp__strbuf_init(&b);
-  disp__strbuf_append(&b, msg[0] ? msg : "(it set no message)");
-  plugin_fail(p, DISP_ERR_PLUGIN, "%s failed with %s: %s", DISP_PLUGIN_INIT_SYMBOL,
-              disp_status_name(st), disp__strbuf_cstr(&b));
-  disp__strbuf_free(&b);
+  if (!disp_last_error()[0]) disp__fail(DISP_ERR_PLUGIN, "(it set no message)");
+  disp__error_prefix("%s failed with %s: ", DISP_PLUGIN_INIT_SYMBOL, disp_status_name(st));
+  name_failure(p);
   return DISP_ERR_PLUGIN;
 }
 
@@ -173,11 +173,7 @@ static disp_status load_locked(disp_plugin *p) {
   }
   disp_plugin_init_fn init = NULL;
   disp_status st = check(p, h, copies_before, &init);
-  if (st == DISP_OK && (st = disp__library_load_run(nodes)) != DISP_OK) {
-    char *msg = strdup(disp_last_error());
-    plugin_fail(p, st, "%s", msg ? msg : "a static registration block failed");
-    free(msg);
-  }
+  if (st == DISP_OK && (st = disp__library_load_run(nodes)) != DISP_OK) name_failure(p);
   disp__library_load_end();
   if (st == DISP_OK) st = run_init(p, init);
   if (st != DISP_OK) return roll_back(p, h, st);
@@ -297,6 +293,7 @@ static void autoload_one(const char *path, disp_status *first_st, char **first) 
 }
 
 void disp__plugins_autoload(void) {
+  if (tls_loading) return; /* disp_init() from a plugin's init: later */
   const char *env = getenv("DISP_PLUGINS");
   pthread_mutex_lock(&g_lock);
   int done = g_autoloaded;
