@@ -20,6 +20,7 @@
  *   disp/random.h      the process-wide random generator and its seed
  *   disp/tensor_util.h printing tensors, allclose
  *   disp/cpu.h         intra-op threads and the SIMD capability of CPU kernels
+ *   disp/stub.h        inner loops a backend registers instead of whole kernels
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -54,5 +55,6 @@
 #include "disp/tensor_util.h"
 #include "disp/cpu.h"
 #include "disp/optim.h"
+#include "disp/stub.h"
 
 #endif /* DISP_H */

@@ -63,6 +63,7 @@ static const null_param documented_nullable[] = {
     {"disp_storage_retain", "st", "rule (d): retain(NULL) is a no-op returning NULL"},
     {"disp_autocast_cached_cast", "t", "autocast.h: a None argument gives *out = NULL"},
     {"disp_allocator_register", "a", "tensor.h: NULL restores the built-in allocator"},
+    {"disp_stub_register", "fn", "stub.h: NULL unregisters the stub"},
     {"disp_storage_new_with_data", "release", "tensor.h: release may be NULL (memory not owned)"},
     {"disp_storage_new_with_data", "ctx", "tensor.h: ctx is only passed to release"},
     {"disp_tensor_new_opaque", "handle", "tensor.h: the handle is the backend's, never read"},
@@ -106,6 +107,11 @@ void null_release_handle(void *handle) { (void)handle; }
 
 disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx) {
   (void)grad, (void)replacement, (void)ctx;
+  return DISP_OK;
+}
+
+disp_status null_stub_fn(const disp_stub_iter *it) {
+  (void)it;
   return DISP_OK;
 }
 
