@@ -15,7 +15,7 @@ static disp_status add_like(const char *op, int sub, int mode, disp_tensor *self
   disp_stub id = DISP_STUB_ADD;
   if (sub) {
     /* 1.13's sub is add_stub with -alpha; a backend's own sub loop comes first */
-    if (disp__stub_lookup(DISP_STUB_SUB, disp__stub_device(ins, 2).type)) id = DISP_STUB_SUB;
+    if (disp__stub_lookup(DISP_STUB_SUB, disp__titer_device(ins, 2).type)) id = DISP_STUB_SUB;
     else alpha = disp__scalar_negated(alpha);
   }
   return disp__stub_pointwise(op, id, mode, dest, ins, 2, common, alpha, ret);

@@ -17,10 +17,6 @@ disp_stub_fn disp__stub_lookup(disp_stub id, disp_backend type);
  * away between dispatch and call. */
 disp_status disp__stub_missing(disp_stub id, disp_device dev);
 
-/* The first device among ts[0..n) that is not the CPU (the device of a stub
- * kernel's call), or the CPU. */
-disp_device disp__stub_device(disp_tensor *const *ts, int n);
-
 /* A fresh tensor on dev through the dispatcher (the backend's empty_strided,
  * so its allocator and bookkeeping are used). New reference. */
 disp_status disp__stub_empty(const int64_t *shape, const int64_t *strides, int nd, disp_dtype dt, disp_device dev,

@@ -55,10 +55,8 @@ static disp_status fresh_output(const char *op, disp_tensor *const *ins, int nin
                                 disp_tensor **out) {
   int64_t shape[DISP_TITER_MAX_DIMS], strides[DISP_TITER_MAX_DIMS];
   int nd;
-  disp_status st = disp__titer_broadcast(op, ins, nin, shape, &nd);
-  if (st != DISP_OK) return st;
-  disp__titer_out_strides(ins, nin, shape, nd, strides);
-  return disp__stub_empty(shape, strides, nd, dt, dev, out);
+  disp_status st = disp__titer_out_geometry(op, ins, nin, shape, strides, &nd);
+  return st != DISP_OK ? st : disp__stub_empty(shape, strides, nd, dt, dev, out);
 }
 
 disp_status disp__stub_pointwise(const char *op, disp_stub id, int mode, disp_tensor *dest, disp_tensor *const *ins,
@@ -72,7 +70,7 @@ disp_status disp__stub_pointwise(const char *op, disp_stub id, int mode, disp_te
   disp_status st = disp__devices_check((const disp_tensor *const *)all, n, mode != DISP_PW_FRESH,
                                        NULL, 0, nin > 1 ? DISP__DEV_CPU_SCALAR : 0);
   if (st != DISP_OK) return st;
-  disp_device dev = disp__stub_device(all, n);
+  disp_device dev = disp__titer_device(all, n);
   disp_stub_fn fn = disp__stub_lookup(id, dev.type);
   if (!fn) return disp__stub_missing(id, dev);
   disp_tensor *out = NULL;

@@ -1,19 +1,13 @@
 /*
- * stub_walk.c - what the stub drivers share: the device of a call, tensors
- * made and converted on it through the dispatcher, and the walk that cuts an
- * iteration into the 2-D blocks a backend's loop takes (disp/stub.h).
+ * stub_walk.c - what the stub drivers share: tensors made and converted on
+ * the device through the dispatcher, and the walk that cuts an iteration
+ * into the 2-D blocks a backend's loop takes (disp/stub.h).
  *
  * Nothing here reads device memory: the host computes addresses (a device
  * pointer plus byte offsets) and hands them to the loop.
  */
 #include "disp/aten.h"
 #include "stub_internal.h"
-
-disp_device disp__stub_device(disp_tensor *const *ts, int n) {
-  for (int k = 0; k < n; k++)
-    if (ts[k] && ts[k]->device.type != DISP_BACKEND_CPU) return ts[k]->device;
-  return disp_device_make(DISP_BACKEND_CPU, -1);
-}
 
 disp_status disp__stub_empty(const int64_t *shape, const int64_t *strides, int nd, disp_dtype dt, disp_device dev,
                              disp_tensor **out) {

@@ -173,14 +173,19 @@ disp_device disp__titer_device(disp_tensor *const *ins, int nin) {
   return disp_device_make(DISP_BACKEND_CPU, -1);
 }
 
+disp_status disp__titer_out_geometry(const char *op, disp_tensor *const *ins, int nin, int64_t *shape,
+                                     int64_t *strides, int *ndim) {
+  disp_status st = disp__titer_broadcast(op, ins, nin, shape, ndim);
+  if (st == DISP_OK) disp__titer_out_strides(ins, nin, shape, *ndim, strides);
+  return st;
+}
+
 disp_status disp__titer_new_output(const char *op, disp_tensor *const *ins, int nin, disp_dtype dt,
                                    disp_device dev, disp_tensor **out) {
   int64_t shape[DISP_TITER_MAX_DIMS], strides[DISP_TITER_MAX_DIMS];
   int nd;
-  disp_status st = disp__titer_broadcast(op, ins, nin, shape, &nd);
+  disp_status st = disp__titer_out_geometry(op, ins, nin, shape, strides, &nd);
   if (st != DISP_OK) return st;
-  /* the hot path of small same-shape contiguous ops: plain contiguous */
-  disp__titer_out_strides(ins, nin, shape, nd, strides);
   return disp_tensor_empty_strided(shape, strides, nd, dt, dev, out);
 }
 

@@ -66,6 +66,10 @@ disp_status disp__titer_broadcast(const char *op, disp_tensor *const *ins, int n
 void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *shape, int ndim,
                              int64_t *strides);
 
+/* The shape (broadcast) and strides (layout) of a fresh output over ins. */
+disp_status disp__titer_out_geometry(const char *op, disp_tensor *const *ins, int nin, int64_t *shape,
+                                     int64_t *strides, int *ndim);
+
 /* A fresh output for an elementwise op over ins (broadcast + layout) of
  * dtype dt on device dev. */
 disp_status disp__titer_new_output(const char *op, disp_tensor *const *ins, int nin, disp_dtype dt,
