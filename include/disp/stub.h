@@ -6,7 +6,9 @@
  * For the operators below the library owns everything but the arithmetic:
  * argument checks, type promotion, broadcasting, the layout of fresh
  * outputs, in-place and out= handling (a wrong-sized out is resized as the
- * CPU kernel resizes it), the device check. It then calls the backend's
+ * CPU kernel resizes it, by growing its storage: one that already holds
+ * data grows only by a device-side copy, refused with a message where the
+ * storage module has none), the device check. It then calls the backend's
  * loop on blocks of the operands. A backend registers just the loop:
  *
  *   static disp_status my_abs(const disp_stub_iter *it) { ...on the device... }
@@ -45,10 +47,12 @@
  * _copy_from), and writes an out= tensor of another dtype through a
  * temporary - so a loop never converts and never sees host memory. Data
  * pointers are the device addresses the backend's allocator returned with
- * byte offsets added; the library never dereferences them. A call covers a
- * 2-D block of at most size[0] x size[1] elements; larger or more
- * dimensional iterations are several calls, so a loop may be a kernel
- * launch over a strided 2-D grid.
+ * byte offsets added; the library never dereferences them. A call covers
+ * one 2-D block of size[0] x size[1] elements; an iteration of more
+ * dimensions is several calls, so a loop may be one kernel launch over a
+ * strided 2-D grid. Besides its loops, a stub backend needs the kernels the
+ * library calls on its device: empty_strided (outputs and temporaries) and
+ * _copy_from (those conversions; copy_ and _to_copy reach it).
  */
 #ifndef DISP_STUB_H
 #define DISP_STUB_H
@@ -93,9 +97,12 @@ typedef enum disp_stub {
  *
  * Elementwise stubs: out(i, j) = f(in1(i, j)[, in2(i, j)]) for every
  * element. The output overlaps an input only as the very same elements (in
- * place). add: out = a + alpha * b; sub: out = a - alpha * b; alpha holds
- * an int for integral and bool dtypes, a double for floating ones (and is
- * int 1 for the other stubs). div is true division; relu is max(x, 0).
+ * place). add: out = a + alpha * b; sub: out = a - alpha * b. alpha is the
+ * caller's Scalar as given (int 1 by default, and for the other stubs): the
+ * CPU's checks have refused a double alpha for an integral dtype and a bool
+ * one for a non-bool dtype, so it converts to dtype without loss of kind
+ * (disp_scalar_to_double for floating dtypes). div is true division; relu
+ * is max(x, 0), with NaN kept.
  *
  * The sum stub (a reduction): stride[0][0] is 0, and row j reduces into
  * the one output element at data[0] + j * stride[0][1]:
