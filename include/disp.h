@@ -20,6 +20,7 @@
  *   disp/random.h      the process-wide random generator and its seed
  *   disp/tensor_util.h printing tensors, allclose
  *   disp/cpu.h         intra-op threads and the SIMD capability of CPU kernels
+ *   disp/plugin.h      backend plugins: load, attribute, unload (DISP_PLUGINS)
  *   disp/stub.h        inner loops a backend registers instead of whole kernels
  *
  * Conventions: every fallible call returns a disp_status and writes results
@@ -54,6 +55,7 @@
 #include "disp/random.h"
 #include "disp/tensor_util.h"
 #include "disp/cpu.h"
+#include "disp/plugin.h"
 #include "disp/optim.h"
 #include "disp/stub.h"
 

@@ -150,6 +150,8 @@ static const type_value type_values[] = {
     {"disp_stub_fn", 1, "null_stub_fn"},
     {"const disp_gradcheck_options*", 1, "&fx.gradcheck_options"},
     {"const disp_node*", 1, "fx.node"},
+    {"disp_plugin*", 1, "fx.plugin"},
+    {"const disp_plugin*", 1, "fx.plugin"},
     {"uint32_t*", 1, "&fx_out.u32"},
     /* out-parameters: a global, so whatever a call leaves there stays
      * reachable and LeakSanitizer reports only real leaks */
@@ -158,6 +160,7 @@ static const type_value type_values[] = {
     {"disp_optimizer**", 1, "&fx_out.optimizer"},
     {"disp_storage**", 1, "&fx_out.storage"},
     {"disp_library**", 1, "&fx_out.lib"},
+    {"disp_plugin**", 1, "&fx_out.plugin"},
     {"disp_registration**", 1, "&fx_out.reg"},
     {"disp_schema**", 1, "&fx_out.schema"},
     {"disp_autocast_guard*", 1, "&fx_out.guard"},

@@ -59,6 +59,9 @@ typedef struct null_fixtures {
   disp_sgd_options sgd_options;   /* lr 0.1 */
   disp_adam_options adam_options; /* the defaults */
   disp_optimizer *optimizer;      /* SGD over tensor */
+  /* No plugin is loaded: every function taking a plugin takes just that one
+   * pointer, so its only case passes NULL (tests/test_plugin.c has the rest). */
+  disp_plugin *plugin;
 } null_fixtures;
 
 /* Where out-parameters point. Globals: what a call leaves here is reachable,
@@ -89,6 +92,7 @@ typedef struct null_outs {
   disp_library_node node;
   disp_tensor_vec vec; /* empty: freeing it is a no-op */
   disp_optimizer *optimizer;
+  disp_plugin *plugin;
 } null_outs;
 
 extern null_fixtures fx;

@@ -24,6 +24,8 @@
 #include "builtins_internal.h"
 #include "error_internal.h"
 #include "library_internal.h"
+#include "owner_internal.h"
+#include "plugin_internal.h"
 #include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
@@ -38,6 +40,7 @@ struct disp_library {
   disp_registration *regs;     /* newest first */
   disp_namespace_claim *claim; /* DEF libraries */
   unsigned generation;         /* the dispatcher lifetime it belongs to */
+  disp_undo *undo;             /* its plugin's record (Note [Owners]), or NULL */
 };
 
 void disp__trace_init(void); /* call.c */
@@ -59,6 +62,13 @@ void disp_library_enqueue(disp_library_node *node) {
 }
 
 /* ---- libraries ---------------------------------------------------------- */
+
+/* A plugin's library, freed when the plugin is unloaded (Note [Owners]). */
+static void library_undo(void *ctx) {
+  disp_library *lib = ctx;
+  lib->undo = NULL; /* the record is running: nothing to cancel */
+  disp_library_free(lib);
+}
 
 static const char *kind_macro(disp_library_kind kind) {
   switch (kind) {
@@ -113,6 +123,14 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
   if (!lib || !(lib->ns = strdup(ns)) || !(lib->debug = disp__strbuf_steal(&b))) goto oom;
   lib->kind = kind;
   lib->key = key;
+  /* Note [Plugin attribution]: recorded first, so running out of memory
+   * here fails with nothing claimed. */
+  if (disp__owner_defer(library_undo, lib, &lib->undo) != DISP_OK) {
+    free(lib->ns);
+    free(lib->debug);
+    free(lib);
+    return DISP_ERR_NO_MEMORY;
+  }
 
   disp__lock();
   lib->generation = g_generation;
@@ -130,6 +148,7 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
           "TORCH_LIBRARY was %s; latest registration was %s",
           ns, c->debug, lib->debug);
       disp__unlock();
+      disp__owner_cancel(lib->undo);
       free(lib->ns);
       free(lib->debug);
       free(lib);
@@ -140,6 +159,7 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
       if (c) free(c->ns);
       free(c);
       disp__unlock();
+      disp__owner_cancel(lib->undo);
       goto oom;
     }
     HASH_ADD_KEYPTR(hh, disp__registry.namespaces, c->ns, strlen(c->ns), c);
@@ -160,6 +180,7 @@ oom:
 
 void disp_library_free(disp_library *lib) {
   if (!lib) return;
+  disp__owner_cancel(lib->undo);
   disp__lock();
   int live = lib->generation == g_generation;
   for (disp_registration *r = lib->regs; r; r = r->next)
@@ -300,6 +321,19 @@ static void run_node(disp_library_node *node) {
   }
 }
 
+/* Empties the queue; returns its nodes in link order (the queue is LIFO). */
+static disp_library_node *take_queue(void) {
+  disp_library_node *pending = atomic_exchange(&g_queue, NULL);
+  disp_library_node *fifo = NULL;
+  while (pending) {
+    disp_library_node *n = pending;
+    pending = n->next;
+    n->next = fifo;
+    fifo = n;
+  }
+  return fifo;
+}
+
 /* Puts the built-in libraries in front of `fifo`, the first time only: from
  * then on they are drained nodes like the others. Under g_init_lock. */
 static disp_library_node *builtins_first(disp_library_node *fifo) {
@@ -326,15 +360,7 @@ void disp__ensure_init(void) {
     if (disp__install_builtin_fallbacks() == DISP_OK) disp__registry.initialized = 1;
     pthread_mutex_unlock(&disp__registry.lock);
   }
-  disp_library_node *pending = atomic_exchange(&g_queue, NULL);
-  /* The queue is LIFO; reverse it into link order. */
-  disp_library_node *fifo = NULL;
-  while (pending) {
-    disp_library_node *n = pending;
-    pending = n->next;
-    n->next = fifo;
-    fifo = n;
-  }
+  disp_library_node *fifo = take_queue();
   if (!refuse) fifo = builtins_first(fifo);
   for (int pass = 0; pass < 2; pass++)
     for (disp_library_node *n = fifo; n; n = n->next)
@@ -346,7 +372,77 @@ void disp__ensure_init(void) {
   pthread_mutex_unlock(&g_init_lock);
 }
 
-void disp_init(void) { disp__ensure_init(); }
+void disp_init(void) {
+  disp__ensure_init();
+  disp__plugins_autoload();
+}
+
+/* ---- a plugin's static blocks (Note [Plugin attribution]) --------------- */
+
+void disp__library_load_begin(void) {
+  disp__ensure_init(); /* what was queued before the plugin is not its */
+  pthread_mutex_lock(&g_init_lock);
+  tls_draining = 1;
+}
+
+disp_library_node *disp__library_load_take(void) { return take_queue(); }
+
+void disp__library_load_end(void) {
+  tls_draining = 0;
+  pthread_mutex_unlock(&g_init_lock);
+}
+
+/* Takes a plugin's node out of the drained list and back to its state
+ * before the drain; its library goes by its own record, which is newer.
+ * Runs at unload, with no lock held. */
+static void node_undo(void *ctx) {
+  disp_library_node *node = ctx;
+  pthread_mutex_lock(&g_init_lock);
+  disp_library_node **p = &g_drained;
+  while (*p && *p != node) p = &(*p)->next;
+  if (*p) *p = node->next;
+  g_drained_tail = &g_drained;
+  while (*g_drained_tail) g_drained_tail = &(*g_drained_tail)->next;
+  pthread_mutex_unlock(&g_init_lock);
+  free(node->error);
+  node->error = NULL;
+  node->state = 0;
+  node->lib = NULL;
+  node->next = NULL;
+}
+
+/* Joins the drained list, recorded on the current owner so that unloading
+ * takes it out again. Precondition: g_init_lock held. */
+static disp_status keep_drained(disp_library_node *node) {
+  disp_status st = disp__owner_defer(node_undo, node, NULL);
+  if (st != DISP_OK) return st;
+  node->next = NULL;
+  *g_drained_tail = node;
+  g_drained_tail = &node->next;
+  return DISP_OK;
+}
+
+disp_status disp__library_load_run(disp_library_node *fifo) {
+  disp_library_node *order[2] = {NULL, NULL}, **tail[2] = {&order[0], &order[1]};
+  while (fifo) { /* defs, then impls, each in link order */
+    disp_library_node *n = fifo;
+    fifo = n->next;
+    int pass = n->kind == DISP_LIBRARY_IMPL;
+    n->next = NULL;
+    *tail[pass] = n;
+    tail[pass] = &n->next;
+  }
+  *tail[0] = order[1];
+  for (disp_library_node *n = order[0], *next; n; n = next) {
+    next = n->next;
+    if (keep_drained(n) != DISP_OK) return DISP_ERR_NO_MEMORY;
+    run_node(n);
+    if (n->state == -1)
+      return disp__fail(DISP_ERR_PLUGIN, "%s(%s) at %s:%d failed: %s", kind_macro(n->kind), n->ns,
+                        n->file, n->line, n->error ? n->error : "");
+  }
+  return DISP_OK;
+}
 
 disp_status disp_registry_check(void) {
   if (disp__refuse_second_copy() != DISP_OK) return DISP_ERR_DUPLICATE;
@@ -382,6 +478,7 @@ disp_status disp_registry_check(void) {
 }
 
 void disp_shutdown(void) {
+  disp__plugins_shutdown(); /* before the lock: unloading takes it */
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1; /* freeing libraries must not start a drain */
   /* Static libraries go first, newest first, as their registrations would. */

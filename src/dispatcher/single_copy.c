@@ -40,7 +40,7 @@ static atomic_int g_state; /* 0 not checked, 1 alone, 2 refusing */
 static char g_message[1024]; /* holds the text and both names whole */
 
 typedef struct copies {
-  char own[256], other[256];
+  char own[256], other[256], last[256]; /* last: the newest other copy */
   int found_other;
 } copies;
 
@@ -60,9 +60,10 @@ static void scan_notes(const char *p, size_t size, size_t align, const char *obj
     if (nh->n_namesz == sizeof "libdispatch" && !memcmp(p + sizeof *nh, "libdispatch", sizeof "libdispatch")) {
       if (p == disp__copy_note) {
         object_name(c->own, sizeof c->own, object);
-      } else if (!c->found_other) {
-        object_name(c->other, sizeof c->other, object);
-        c->found_other = 1;
+      } else {
+        if (!c->found_other) object_name(c->other, sizeof c->other, object);
+        object_name(c->last, sizeof c->last, object);
+        c->found_other++;
       }
     }
     p += sizeof *nh + name + desc;
@@ -78,6 +79,13 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data) {
                  info->dlpi_name, data);
   }
   return 0;
+}
+
+int disp__single_copy_find_other(char *where, size_t size) {
+  copies c = {.own = "an unknown object"};
+  dl_iterate_phdr(visit, &c);
+  if (c.found_other) snprintf(where, size, "%s", c.last);
+  return c.found_other;
 }
 
 void disp__single_copy_check(void) {

@@ -16,6 +16,7 @@
 
 #include "error_internal.h"
 #include "objcache.h"
+#include "owner_internal.h"
 #include "tensor_internal.h"
 
 /* 64 bytes: a cache line and the widest SIMD load, as PyTorch's alloc_cpu. */
@@ -84,6 +85,37 @@ static _Atomic(const disp_allocator *) table[DISP_NUM_BACKENDS] = {
 };
 static allocator_node *retired; /* guarded by registry_lock */
 
+/* Retires a replaced node. Precondition: registry_lock held. */
+static void retire(const disp_allocator *old, disp_backend type) {
+  if (!old || old == builtin(type)) return;
+  allocator_node *o = (allocator_node *)(void *)old;
+  o->next = retired;
+  retired = o;
+}
+
+/* Note [Owners]: what a plugin's registration replaced, put back when the
+ * plugin goes, unless someone replaced the plugin's allocator since. */
+typedef struct allocator_undo {
+  disp_backend type;
+  const disp_allocator *mine, *old;
+} allocator_undo;
+
+static void restore(void *ctx) {
+  allocator_undo *u = ctx;
+  pthread_mutex_lock(&registry_lock);
+  if (atomic_load_explicit(&table[u->type], memory_order_relaxed) == u->mine) {
+    for (allocator_node **p = &retired; *p; p = &(*p)->next)
+      if (&(*p)->a == u->old) { /* published again: off the retired list */
+        *p = (*p)->next;
+        break;
+      }
+    atomic_store_explicit(&table[u->type], u->old, memory_order_release);
+    retire(u->mine, u->type);
+  }
+  pthread_mutex_unlock(&registry_lock);
+  free(u);
+}
+
 disp_status disp_allocator_register(disp_backend type, const disp_allocator *a) {
   if (!disp__device_type_valid(type))
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_allocator_register: invalid device type %d",
@@ -101,13 +133,16 @@ disp_status disp_allocator_register(disp_backend type, const disp_allocator *a) 
     node->next = NULL;
   }
   const disp_allocator *fresh = node ? &node->a : builtin(type);
+  allocator_undo *undo = disp__owner_current() ? malloc(sizeof *undo) : NULL;
+  if ((disp__owner_current() && !undo) || (undo && disp__owner_defer(restore, undo, NULL) != DISP_OK)) {
+    free(undo);
+    free(node);
+    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering an allocator");
+  }
   pthread_mutex_lock(&registry_lock);
   const disp_allocator *old = atomic_exchange_explicit(&table[type], fresh, memory_order_acq_rel);
-  if (old && old != builtin(type)) {
-    allocator_node *o = (allocator_node *)(void *)old;
-    o->next = retired;
-    retired = o;
-  }
+  if (undo) *undo = (allocator_undo){type, fresh, old};
+  retire(old, type);
   pthread_mutex_unlock(&registry_lock);
   return DISP_OK;
 }

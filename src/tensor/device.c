@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "argcheck_internal.h"
+#include "owner_internal.h"
 #include "strbuf_internal.h"
 #include "tensor_internal.h"
 
@@ -37,6 +38,16 @@ static const char *const type_names[DISP_NUM_BACKENDS] = {
 static pthread_mutex_t pu1_lock = PTHREAD_MUTEX_INITIALIZER;
 static char pu1_buf[PU1_NAME_MAX + 1];
 static _Atomic(const char *) pu1_name;
+static disp_owner *pu1_owner; /* the plugin that set it (Note [Owners]), or NULL */
+
+/* The plugin that named PrivateUse1 is unloaded: the name is free again. */
+static void unname_pu1(void *ctx) {
+  (void)ctx;
+  pthread_mutex_lock(&pu1_lock);
+  atomic_store_explicit(&pu1_name, NULL, memory_order_release);
+  pu1_owner = NULL;
+  pthread_mutex_unlock(&pu1_lock);
+}
 
 static const char *pu1_current(void) {
   return atomic_load_explicit(&pu1_name, memory_order_acquire);
@@ -70,12 +81,19 @@ disp_status disp_device_rename_privateuse1(const char *name) {
                         "rename_privateuse1_backend: '%s' is already the name of device type %s",
                         name, disp_backend_name((disp_backend)t));
   disp_status s = DISP_OK;
+  disp_owner *me = disp__owner_current();
   pthread_mutex_lock(&pu1_lock);
   const char *cur = atomic_load_explicit(&pu1_name, memory_order_relaxed);
-  if (!cur) {
+  if (cur && pu1_owner && pu1_owner != me) {
+    s = disp__fail(DISP_ERR_DUPLICATE,
+                   "rename_privateuse1_backend: the device name '%s' is already taken by %s, which "
+                   "renamed PrivateUse1",
+                   cur, disp__owner_name(pu1_owner));
+  } else if (!cur && (s = disp__owner_defer(unname_pu1, NULL, NULL)) == DISP_OK) {
     memcpy(pu1_buf, name, len + 1);
     atomic_store_explicit(&pu1_name, pu1_buf, memory_order_release);
-  } else if (strcmp(cur, name)) {
+    pu1_owner = me;
+  } else if (cur && strcmp(cur, name)) {
     s = disp__fail(DISP_ERR_DUPLICATE,
                    "torch.register_privateuse1_backend() has already been set! Current backend: %s",
                    cur);
