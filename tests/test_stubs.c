@@ -128,6 +128,7 @@ static double ld(const char *p, disp_dtype dt) {
   case DISP_DTYPE_FLOAT32: return *(const float *)p;
   case DISP_DTYPE_FLOAT64: return *(const double *)p;
   case DISP_DTYPE_INT32: return *(const int32_t *)p;
+  case DISP_DTYPE_BOOL: return *(const uint8_t *)p;
   default: return (double)*(const int64_t *)p;
   }
 }
@@ -137,6 +138,7 @@ static void st(char *p, disp_dtype dt, double v) {
   case DISP_DTYPE_FLOAT32: *(float *)p = (float)v; break;
   case DISP_DTYPE_FLOAT64: *(double *)p = v; break;
   case DISP_DTYPE_INT32: *(int32_t *)p = (int32_t)v; break;
+  case DISP_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
   default: *(int64_t *)p = (int64_t)v; break;
   }
 }
@@ -214,13 +216,20 @@ static void dev_teardown(void) {
 
 /* ---- tensors --------------------------------------------------------------- */
 
-/* A CPU tensor of dtype dt holding v[0..numel), contiguous. */
+/* A CPU tensor of dtype dt holding v[0..numel), contiguous (other dtypes
+ * than ld/st know are converted from float64 by the CPU). */
 static disp_tensor *cpu_of(const double *v, const int64_t *sizes, int nd, disp_dtype dt) {
-  disp_tensor *t = NULL;
-  if (disp_tensor_empty(sizes, nd, dt, disp_device_make(DISP_BACKEND_CPU, -1), &t) != DISP_OK) return NULL;
+  disp_tensor *t = NULL, *conv = NULL;
+  disp_dtype made = supported(dt) || dt == DISP_DTYPE_BOOL ? dt : DISP_DTYPE_FLOAT64;
+  if (disp_tensor_empty(sizes, nd, made, disp_device_make(DISP_BACKEND_CPU, -1), &t) != DISP_OK) return NULL;
   char *p = disp_tensor_data_ptr(t);
-  for (int64_t i = 0; i < disp_tensor_numel(t); i++) st(p + i * (int64_t)disp_tensor_itemsize(t), dt, v[i]);
-  return t;
+  for (int64_t i = 0; i < disp_tensor_numel(t); i++) st(p + i * (int64_t)disp_tensor_itemsize(t), made, v[i]);
+  if (made == dt) return t;
+  disp_opt_device none = {0, 0, false};
+  disp_opt_bool pin = {false, false};
+  if (disp_aten__to_copy(t, (int32_t)dt, -1, none, pin, false, -1, &conv) != DISP_OK) conv = NULL;
+  disp_tensor_release(t);
+  return conv;
 }
 
 static disp_tensor *moved(disp_tensor *t, disp_device d) {
@@ -258,7 +267,7 @@ static int same_as_cpu(disp_tensor *dev_result, disp_tensor *cpu_result) {
   disp_tensor *back = moved(dev_result, disp_device_make(DISP_BACKEND_CPU, -1));
   int close = 0;
   ASSERT_TRUE(back != NULL);
-  ASSERT_OK(disp_tensor_allclose(back, cpu_result, 1e-6, 1e-6, 0, &close));
+  ASSERT_OK(disp_tensor_allclose(back, cpu_result, 1e-6, 1e-6, 1, &close)); /* NaN where the CPU has NaN */
   disp_tensor_release(back);
   ASSERT_TRUE(close);
   return 0;
@@ -501,6 +510,93 @@ TEST(sum_matches_cpu) {
   return 0;
 }
 
+/* One loop for every elementwise stub, in double: what a backend with a
+ * generic kernel would register for each. */
+static disp_status any_loop(const disp_stub_iter *it) {
+  if (!supported(it->dtype)) return refuse("any_test", it->dtype);
+  double alpha = disp_scalar_to_double(it->alpha);
+  dev_unlock();
+  for (int64_t j = 0; j < it->size[1]; j++)
+    for (int64_t i = 0; i < it->size[0]; i++) {
+      double a = ld(AT(it, 1, i, j), it->dtype), b = it->noperands > 2 ? ld(AT(it, 2, i, j), it->dtype) : 0, r;
+      switch (it->stub) {
+      case DISP_STUB_EXP: r = exp(a); break;
+      case DISP_STUB_LOG: r = log(a); break;
+      case DISP_STUB_TANH: r = tanh(a); break;
+      case DISP_STUB_SIGMOID: r = 1 / (1 + exp(-a)); break;
+      case DISP_STUB_SQRT: r = sqrt(a); break;
+      case DISP_STUB_NEG: r = -a; break;
+      case DISP_STUB_RELU: r = a < 0 ? 0 : a; break;
+      case DISP_STUB_SUB: r = a - alpha * b; break;
+      case DISP_STUB_MUL: r = a * b; break;
+      case DISP_STUB_DIV: r = a / b; break;
+      default: r = NAN; break;
+      }
+      st(AT(it, 0, i, j), it->dtype, r);
+    }
+  dev_lock();
+  return DISP_OK;
+}
+
+typedef disp_status (*unary_fn)(disp_tensor *, disp_tensor **);
+typedef disp_status (*binary_fn)(disp_tensor *, disp_tensor *, disp_tensor **);
+
+/* Every elementwise stub's operators against the CPU's, including float
+ * promotion of integers (exp of int64), in place (relu_, mul_, div_, sub_)
+ * and a registered sub loop taking sub from the add loop. */
+TEST(every_elementwise_stub_matches_cpu) {
+  ASSERT_FALSE(dev_setup());
+  const disp_stub ids[] = {DISP_STUB_EXP, DISP_STUB_LOG, DISP_STUB_TANH, DISP_STUB_SIGMOID, DISP_STUB_SQRT,
+                           DISP_STUB_NEG, DISP_STUB_RELU, DISP_STUB_SUB, DISP_STUB_MUL, DISP_STUB_DIV};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) ASSERT_OK(disp_stub_register(ids[i], PU, any_loop));
+  const double v[6] = {0.5, 2, 3.25, 1, 4, 0.125}, w[6] = {-1, 2, -3, 4, -5, 6};
+  disp_tensor *c = cpu_of(v, (int64_t[]){2, 3}, 2, DISP_DTYPE_FLOAT32), *d = dev_of(c);
+  disp_tensor *ci = cpu_of(w, (int64_t[]){2, 3}, 2, DISP_DTYPE_INT64), *di = dev_of(ci);
+  const unary_fn un[] = {disp_aten_exp, disp_aten_log, disp_aten_tanh, disp_aten_sigmoid, disp_aten_sqrt,
+                         disp_aten_neg, disp_aten_relu};
+  for (size_t i = 0; i < sizeof un / sizeof un[0]; i++) {
+    disp_tensor *r[4] = {NULL};
+    ASSERT_OK(un[i](d, &r[0]));
+    ASSERT_OK(un[i](c, &r[1]));
+    if (same_as_cpu(r[0], r[1])) return 1;
+    ASSERT_OK(un[i](di, &r[2])); /* int64: float32 results for exp..sqrt */
+    ASSERT_OK(un[i](ci, &r[3]));
+    if (same_as_cpu(r[2], r[3])) return 1;
+    release_all(r, 4);
+  }
+  const binary_fn bin[] = {disp_aten_mul_Tensor, disp_aten_div_Tensor, disp_aten_mul__Tensor, disp_aten_div__Tensor};
+  for (size_t i = 0; i < sizeof bin / sizeof bin[0]; i++) {
+    disp_tensor *r[2] = {NULL};
+    ASSERT_OK(bin[i](d, di, &r[0])); /* float32 with int64: float32 */
+    ASSERT_OK(bin[i](c, ci, &r[1]));
+    if (same_as_cpu(r[0], r[1])) return 1;
+    release_all(r, 2);
+  }
+  disp_tensor *r[6] = {NULL};
+  int adds = g_add_calls;
+  ASSERT_OK(disp_aten_sub__Tensor(d, di, disp_scalar_int(2), &r[0]));
+  ASSERT_OK(disp_aten_sub__Tensor(c, ci, disp_scalar_int(2), &r[1]));
+  if (same_as_cpu(d, c)) return 1;
+  ASSERT_EQ_INT(g_add_calls, adds); /* the sub loop, not add's */
+  ASSERT_OK(disp_aten_relu_(d, &r[2]));
+  ASSERT_OK(disp_aten_relu_(c, &r[3]));
+  if (same_as_cpu(d, c)) return 1;
+  /* the CPU's device-independent refusals come first */
+  disp_tensor *cb = cpu_of(v, (int64_t[]){2}, 1, DISP_DTYPE_BOOL), *db = dev_of(cb);
+  ASSERT_STATUS(disp_aten_neg(db, &r[4]), DISP_ERR_TYPE);
+  ASSERT_CONTAINS(disp_last_error(), "Negation, the `-` operator, on a bool tensor is not supported.");
+  ASSERT_STATUS(disp_aten_relu(db, &r[4]), DISP_ERR_TYPE);
+  ASSERT_CONTAINS(disp_last_error(), "Boolean inputs not supported for relu");
+  ASSERT_STATUS(disp_aten_sub_Tensor(db, db, disp_scalar_int(1), &r[4]), DISP_ERR_TYPE);
+  ASSERT_CONTAINS(disp_last_error(), "Subtraction, the `-` operator, with two bool tensors is not supported.");
+  release_all(r, 6);
+  disp_tensor *all[] = {c, d, ci, di, cb, db};
+  release_all(all, 6);
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) ASSERT_OK(disp_stub_register(ids[i], PU, NULL));
+  dev_teardown();
+  return 0;
+}
+
 static int g_fallback_calls;
 static disp_status counting_fallback(const disp_op *op, disp_keyset ks, disp_stack *stack, void *ud) {
   (void)ks, (void)ud;
@@ -613,6 +709,7 @@ TEST_LIST = {
     TEST_ENTRY(add_broadcasts_and_promotes_as_cpu),
     TEST_ENTRY(add_in_place_and_out_as_cpu),
     TEST_ENTRY(sum_matches_cpu),
+    TEST_ENTRY(every_elementwise_stub_matches_cpu),
     TEST_ENTRY(missing_stub_is_a_missing_kernel),
     TEST_ENTRY(own_kernel_keeps_precedence),
     TEST_ENTRY(plugin_owner_undoes_its_stubs),

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "library_internal.h"
 #include "owner_internal.h"
@@ -177,13 +178,13 @@ static void clear_slot(int id, int b) {
   (void)st; /* removing never fails */
 }
 
-/* An unloaded plugin's stub goes: the owner runs (and then frees) the record. */
+/* An unloaded plugin's stub goes: the owner runs (and then frees) the
+ * record. ctx is the slot's number, id * NBACKENDS + b. */
 static void undo_stub(void *ctx) {
-  stub_slot *s = ctx;
-  int idx = (int)(s - &g_slots[0][0]);
+  int idx = (int)(uintptr_t)ctx, id = idx / NBACKENDS, b = idx % NBACKENDS;
   pthread_mutex_lock(&g_lock);
-  s->undo = NULL; /* running now: never cancel it */
-  if (!atomic_load(&g_stale)) clear_slot(idx / NBACKENDS, idx % NBACKENDS);
+  g_slots[id][b].undo = NULL; /* running now: never cancel it */
+  if (!atomic_load(&g_stale)) clear_slot(id, b);
   reset_if_stale();
   pthread_mutex_unlock(&g_lock);
 }
@@ -203,7 +204,7 @@ static disp_status check_args(const char *fname, disp_stub id, disp_backend type
 /* Precondition: g_lock held; the slot is empty. */
 static disp_status add_stub(disp_stub id, int b, disp_stub_fn fn) {
   disp_undo *u = NULL;
-  disp_status st = disp__owner_defer(undo_stub, &g_slots[id][b], &u);
+  disp_status st = disp__owner_defer(undo_stub, (void *)(uintptr_t)(id * NBACKENDS + b), &u);
   if (st != DISP_OK) return st;
   if (!g_hooked) {
     disp__at_shutdown(on_shutdown);
