@@ -17,6 +17,7 @@
 
 #include "library_internal.h"
 #include "owner_internal.h"
+#include "registry_internal.h"
 #include "stub_internal.h"
 
 enum { NBACKENDS = 3 }; /* PrivateUse1..3 */
@@ -223,7 +224,10 @@ static disp_status add_stub(disp_stub id, int b, disp_stub_fn fn) {
 disp_status disp_stub_register(disp_stub id, disp_backend type, disp_stub_fn fn) {
   disp_status st = check_args("disp_stub_register", id, type);
   if (st != DISP_OK) return st;
-  disp_init(); /* the operators must be defined before kernels are checked against them */
+  /* Definitions first, outside g_lock (a static block being drained may
+   * register a stub); not disp_init, which loads DISP_PLUGINS and so must
+   * not run inside a plugin's init. */
+  disp__ensure_init();
   int b = backend_slot(type);
   pthread_mutex_lock(&g_lock);
   reset_if_stale();
