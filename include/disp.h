@@ -25,6 +25,7 @@
  *   disp/cpu.h         intra-op threads and the SIMD capability of CPU kernels
  *   disp/plugin.h      backend plugins: load, attribute, unload (DISP_PLUGINS)
  *   disp/cpu_fallback.h  PyTorch's cpu_fallback: run what a backend lacks on the CPU
+ *   disp/stub.h        inner loops a backend registers instead of whole kernels
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -63,5 +64,6 @@
 #include "disp/plugin.h"
 #include "disp/cpu_fallback.h"
 #include "disp/optim.h"
+#include "disp/stub.h"
 
 #endif /* DISP_H */

@@ -79,6 +79,7 @@ static const type_value type_values[] = {
     {"double", 0, "0.0"},
     {"bool", 0, "false"},
     {"disp_backend", 0, "DISP_BACKEND_CPU"},
+    {"disp_stub", 0, "DISP_STUB_ABS"},
     {"disp_dtype", 0, "DISP_DTYPE_FLOAT32"},
     {"disp_key", 0, "DISP_KEY_CPU"},
     {"disp_layout", 0, "DISP_LAYOUT_STRIDED"},
@@ -146,6 +147,7 @@ static const type_value type_values[] = {
     {"disp_tensor*const**", 1, "&fx_out.tensor_array"},
     {"disp_grad_hook", 1, "null_grad_hook"},
     {"disp_gradcheck_fn", 1, "null_gradcheck_fn"},
+    {"disp_stub_fn", 1, "null_stub_fn"},
     {"const disp_gradcheck_options*", 1, "&fx.gradcheck_options"},
     {"const disp_node*", 1, "fx.node"},
     {"disp_plugin*", 1, "fx.plugin"},
@@ -235,6 +237,7 @@ typedef struct bad_value {
 static const bad_value bad_values[] = {
     {"disp_backend", NULL, {"(disp_backend)-1", "(disp_backend)100000"}},
     {"disp_key", NULL, {"(disp_key)-1", "(disp_key)100000"}},
+    {"disp_stub", NULL, {"(disp_stub)-1", "(disp_stub)100000"}},
     {"disp_library_kind", NULL, {"(disp_library_kind)-1", "(disp_library_kind)100000"}},
     {"disp_dtype", NULL, {"(disp_dtype)-1", "(disp_dtype)100000"}},
     {"disp_layout", NULL, {"(disp_layout)-1", "(disp_layout)100000"}},

@@ -117,6 +117,7 @@ void null_release_data(void *data, void *ctx);
 void null_release_handle(void *handle);
 extern const disp_function_def null_function;
 disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx);
+disp_status null_stub_fn(const disp_stub_iter *it);
 disp_status null_gradcheck_fn(disp_tensor *const *inputs, size_t n, disp_tensor **outputs, size_t *nout, void *ctx);
 disp_tensor *null_new_tensor_ref(void);
 disp_value *null_new_value(void);

@@ -68,6 +68,7 @@ static const null_param documented_nullable[] = {
     {"disp_tensor_set_sizes_strides", "strides", "backend.h: NULL means contiguous"},
     {"disp_tensor_set_storage", "strides", "backend.h: NULL means contiguous"},
     {"disp_tensor_resize", "strides", "backend.h: NULL means contiguous"},
+    {"disp_stub_register", "fn", "stub.h: NULL unregisters the stub"},
     {"disp_storage_new_with_data", "release", "tensor.h: release may be NULL (memory not owned)"},
     {"disp_storage_new_with_data", "ctx", "tensor.h: ctx is only passed to release"},
     {"disp_tensor_new_opaque", "handle", "tensor.h: the handle is the backend's, never read"},
@@ -111,6 +112,11 @@ void null_release_handle(void *handle) { (void)handle; }
 
 disp_status null_grad_hook(disp_tensor *grad, disp_tensor **replacement, void *ctx) {
   (void)grad, (void)replacement, (void)ctx;
+  return DISP_OK;
+}
+
+disp_status null_stub_fn(const disp_stub_iter *it) {
+  (void)it;
   return DISP_OK;
 }
 

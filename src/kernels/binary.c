@@ -13,6 +13,7 @@
 #include "aten_kernels.h"
 #include "cpu/kernels.h"
 #include "disp/aten.h"
+#include "op_rules.h"
 #include "tensor_iter.h"
 
 /* ---- float32 through the CPU kernel table -------------------------------- */
@@ -137,8 +138,10 @@ static const disp_titer_loop *add_loops_for(disp_dtype dt, const disp_titer_cons
   return add_loops;
 }
 
-static disp_status add_common(const char *op, int sub, int mode, disp_tensor *self, disp_tensor *other,
-                              disp_scalar alpha, disp_tensor *dest, disp_tensor **ret) {
+disp_status disp__add_rules(int sub, disp_tensor *self, disp_tensor *other, disp_scalar alpha,
+                            disp_dtype *common_out) {
+  disp_dtype common = disp__result_type2(self, other);
+  *common_out = common; /* set on every path: -O3 checks the caller's use */
   if (sub && (self->dtype == DISP_DTYPE_BOOL || other->dtype == DISP_DTYPE_BOOL)) {
     if (self->dtype == other->dtype)
       return disp_set_error(DISP_ERR_TYPE, "Subtraction, the `-` operator, with two bool tensors is not "
@@ -147,12 +150,19 @@ static disp_status add_common(const char *op, int sub, int mode, disp_tensor *se
                                          "If you are trying to invert a mask, use the `~` or `logical_not()` "
                                          "operator instead.");
   }
-  disp_dtype common = disp__result_type2(self, other);
   if (disp_dtype_is_integral(common, 1) && alpha.kind == DISP_SCALAR_DOUBLE)
     return disp_set_error(DISP_ERR_TYPE, "For integral input tensors, argument alpha must not be a floating "
                                          "point number.");
   if (common != DISP_DTYPE_BOOL && alpha.kind == DISP_SCALAR_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "Boolean alpha only supported for Boolean results.");
+  return DISP_OK;
+}
+
+static disp_status add_common(const char *op, int sub, int mode, disp_tensor *self, disp_tensor *other,
+                              disp_scalar alpha, disp_tensor *dest, disp_tensor **ret) {
+  disp_dtype common;
+  disp_status st = disp__add_rules(sub, self, other, alpha, &common);
+  if (st != DISP_OK) return st;
   disp_titer_consts c;
   disp__consts_set(&c, 0, alpha);
   if (sub) {
@@ -233,7 +243,7 @@ static disp_status sub_checks(disp_tensor *self, disp_tensor *other) {
   return DISP_OK;
 }
 
-static disp_scalar negated(disp_scalar a) {
+disp_scalar disp__scalar_negated(disp_scalar a) {
   if (a.kind == DISP_SCALAR_DOUBLE) return disp_scalar_double(-a.v.d);
   if (a.kind == DISP_SCALAR_INT) return disp_scalar_int((int64_t)(0 - (uint64_t)a.v.i));
   return a; /* bool alpha is refused by add for non-bool results anyway */
@@ -241,11 +251,11 @@ static disp_scalar negated(disp_scalar a) {
 
 disp_status disp__ceanf_sub_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
   disp_status st = sub_checks(self, other);
-  return st != DISP_OK ? st : via_add_out(self, other, negated(alpha), 0, out0);
+  return st != DISP_OK ? st : via_add_out(self, other, disp__scalar_negated(alpha), 0, out0);
 }
 disp_status disp__ceanf_sub__Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
   disp_status st = sub_checks(self, other);
-  return st != DISP_OK ? st : via_add_out(self, other, negated(alpha), 1, out0);
+  return st != DISP_OK ? st : via_add_out(self, other, disp__scalar_negated(alpha), 1, out0);
 }
 
 disp_status disp__ceanf_add_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
@@ -276,10 +286,13 @@ disp_status disp__meta_mul__Tensor(disp_tensor *self, disp_tensor *other, disp_t
   return mul_common("mul_", DISP_PW_INPLACE, self, other, out0);
 }
 
-/* True division: integral and bool operands divide as the default float. */
-static disp_status div_common(const char *op, int mode, disp_tensor *self, disp_tensor *other, disp_tensor **ret) {
+disp_dtype disp__div_dtype(disp_tensor *self, disp_tensor *other) {
   disp_dtype common = disp__result_type2(self, other);
-  if (disp_dtype_is_integral(common, 1)) common = DISP_DTYPE_FLOAT32;
+  return disp_dtype_is_integral(common, 1) ? DISP_DTYPE_FLOAT32 : common;
+}
+
+static disp_status div_common(const char *op, int mode, disp_tensor *self, disp_tensor *other, disp_tensor **ret) {
+  disp_dtype common = disp__div_dtype(self, other);
   disp_tensor *ins[2] = {self, other};
   return disp__pointwise(op, "div_true_cpu", mode, mode == DISP_PW_INPLACE ? self : NULL, ins, 2, common, common, div_loops, NULL,
                    ret);

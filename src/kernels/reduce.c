@@ -19,6 +19,7 @@
 #include "disp/aten.h"
 #include "parallel.h"
 #include "tensor/dtype_cast.h"
+#include "op_rules.h"
 #include "tensor_iter.h"
 
 typedef struct red_ctx { disp_dtype in; } red_ctx;
@@ -175,12 +176,15 @@ static int f32_rows(const disp_tensor *self, uint64_t mask, int64_t *rows, int64
 
 /* ---- sum / mean ------------------------------------------------------------ */
 
+disp_dtype disp__sum_dtype(const disp_tensor *self, int32_t dtype, int is_mean) {
+  if (dtype >= 0) return (disp_dtype)dtype;
+  if (!is_mean && disp_dtype_is_integral(self->dtype, 1)) return DISP_DTYPE_INT64;
+  return self->dtype;
+}
+
 static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp_opt_int_list dim, bool keepdim,
                             int32_t dtype, disp_tensor **out0) {
-  disp_dtype out_dt;
-  if (dtype >= 0) out_dt = (disp_dtype)dtype;
-  else if (!is_mean && disp_dtype_is_integral(self->dtype, 1)) out_dt = DISP_DTYPE_INT64;
-  else out_dt = self->dtype;
+  disp_dtype out_dt = disp__sum_dtype(self, dtype, is_mean);
   if (is_mean && !disp_dtype_is_floating(out_dt))
     return disp_set_error(DISP_ERR_TYPE,
                           "mean(): could not infer output dtype. %s dtype must be either a floating point or "

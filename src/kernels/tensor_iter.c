@@ -173,14 +173,19 @@ disp_device disp__titer_device(disp_tensor *const *ins, int nin) {
   return disp_device_make(DISP_BACKEND_CPU, -1);
 }
 
+disp_status disp__titer_out_geometry(const char *op, disp_tensor *const *ins, int nin, int64_t *shape,
+                                     int64_t *strides, int *ndim) {
+  disp_status st = disp__titer_broadcast(op, ins, nin, shape, ndim);
+  if (st == DISP_OK) disp__titer_out_strides(ins, nin, shape, *ndim, strides);
+  return st;
+}
+
 disp_status disp__titer_new_output(const char *op, disp_tensor *const *ins, int nin, disp_dtype dt,
                                    disp_device dev, disp_tensor **out) {
   int64_t shape[DISP_TITER_MAX_DIMS], strides[DISP_TITER_MAX_DIMS];
   int nd;
-  disp_status st = disp__titer_broadcast(op, ins, nin, shape, &nd);
+  disp_status st = disp__titer_out_geometry(op, ins, nin, shape, strides, &nd);
   if (st != DISP_OK) return st;
-  /* the hot path of small same-shape contiguous ops: plain contiguous */
-  disp__titer_out_strides(ins, nin, shape, nd, strides);
   return disp_tensor_empty_strided(shape, strides, nd, dt, dev, out);
 }
 
@@ -232,20 +237,9 @@ int disp__can_cast(disp_dtype from, disp_dtype to) {
  * there is a reduction into it, which stays serial. */
 enum { TITER_BLOCK = 64 };
 
-/* A loop after ordering and coalescing: m dims, dim 0 the innermost run. */
-typedef struct walk_plan {
-  int nops, m;
-  int64_t sh[DISP_TITER_MAX_DIMS];
-  int64_t st[DISP_TITER_MAX_OPS][DISP_TITER_MAX_DIMS];
-  char *data[DISP_TITER_MAX_OPS];
-  disp_titer_loop loop;
-  const void *ctx;
-} walk_plan;
+typedef disp_titer_plan walk_plan;
 
-/* Orders the non-trivial dims fastest first (operand 0's stride, then the
- * next operands') and merges neighbours that step like one dimension in
- * every operand. Returns 0 when the loop has no elements. */
-static int plan_loop(walk_plan *p, int nops, char **data, const int64_t *strides, const int64_t *shape,
+int disp__titer_plan(disp_titer_plan *p, int nops, char **data, const int64_t *strides, const int64_t *shape,
                      int ndim) {
   int dims[DISP_TITER_MAX_DIMS], n = 0;
   for (int i = 0; i < ndim; i++) {
@@ -328,7 +322,7 @@ static void walk_blocks(int64_t lo, int64_t hi, void *arg) {
 void disp__titer_loop_raw(int nops, char **data, const int64_t *strides, const int64_t *shape, int ndim,
                           disp_titer_loop loop, const void *ctx) {
   walk_plan p;
-  if (!plan_loop(&p, nops, data, strides, shape, ndim)) return;
+  if (!disp__titer_plan(&p, nops, data, strides, shape, ndim)) return;
   p.loop = loop;
   p.ctx = ctx;
   int64_t rows = 1, per_row = (p.sh[0] + TITER_BLOCK - 1) / TITER_BLOCK;
@@ -356,8 +350,7 @@ static char *data_of(const disp_tensor *t) {
   return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
 }
 
-/* Byte strides of t over `shape` (right-aligned, broadcast dims 0). */
-static void bcast_strides(const disp_tensor *t, const int64_t *shape, int ndim, int64_t *out) {
+void disp__titer_bcast_strides(const disp_tensor *t, const int64_t *shape, int ndim, int64_t *out) {
   int off = ndim - t->ndim;
   int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
   for (int i = 0; i < ndim; i++) {
@@ -370,8 +363,8 @@ disp_status disp__titer_copy(disp_tensor *dst, disp_tensor *src) {
   if (dst->numel == 0 || dst->device.type != DISP_BACKEND_CPU) return DISP_OK;
   int nd = dst->ndim;
   int64_t strides[2 * DISP_TITER_MAX_DIMS];
-  bcast_strides(dst, dst->sizes, nd, strides);
-  bcast_strides(src, dst->sizes, nd, strides + nd);
+  disp__titer_bcast_strides(dst, dst->sizes, nd, strides);
+  disp__titer_bcast_strides(src, dst->sizes, nd, strides + nd);
   disp__ew_copy_bytes(data_of(dst), dst->dtype, data_of(src), src->dtype, strides, dst->sizes, nd);
   return DISP_OK;
 }
@@ -417,7 +410,7 @@ disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const
   } else {
     int nd = out->ndim;
     int64_t strides[DISP_TITER_MAX_OPS * DISP_TITER_MAX_DIMS];
-    for (int k = 0; k <= nin; k++) bcast_strides(ops[k], out->sizes, nd, strides + k * nd);
+    for (int k = 0; k <= nin; k++) disp__titer_bcast_strides(ops[k], out->sizes, nd, strides + k * nd);
     disp__titer_loop_raw(nin + 1, data, strides, out->sizes, nd, loop, ctx);
   }
   if (tmp_out) st = disp__titer_copy(out, tmp_out);
@@ -462,8 +455,7 @@ static int partial_overlap(const disp_tensor *a, const disp_tensor *b) {
   return 1;
 }
 
-/* Checks and geometry of the written tensor for modes INPLACE and OUT. */
-static disp_status prepare_dest(const char *op, int mode, disp_tensor *dest, disp_tensor *const *ins, int nin,
+disp_status disp__titer_prepare_dest(const char *op, int mode, disp_tensor *dest, disp_tensor *const *ins, int nin,
                                 disp_dtype result) {
   int64_t shape[DISP_TITER_MAX_DIMS];
   int nd;
@@ -532,7 +524,7 @@ disp_status disp__pointwise(const char *op, const char *kname, int mode, disp_te
     st = disp__titer_new_output(op, ins, nin, result, disp__titer_device(ins, nin), &out);
     if (st != DISP_OK) return st;
   } else {
-    if ((st = prepare_dest(op, mode, dest, ins, nin, result)) != DISP_OK) return st;
+    if ((st = disp__titer_prepare_dest(op, mode, dest, ins, nin, result)) != DISP_OK) return st;
     out = disp_tensor_retain(dest);
   }
   st = disp__titer_run(op, out, ins, nin, compute, result, loop, c);

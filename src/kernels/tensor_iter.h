@@ -66,6 +66,10 @@ disp_status disp__titer_broadcast(const char *op, disp_tensor *const *ins, int n
 void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *shape, int ndim,
                              int64_t *strides);
 
+/* The shape (broadcast) and strides (layout) of a fresh output over ins. */
+disp_status disp__titer_out_geometry(const char *op, disp_tensor *const *ins, int nin, int64_t *shape,
+                                     int64_t *strides, int *ndim);
+
 /* A fresh output for an elementwise op over ins (broadcast + layout) of
  * dtype dt on device dev. */
 disp_status disp__titer_new_output(const char *op, disp_tensor *const *ins, int nin, disp_dtype dt,
@@ -111,6 +115,29 @@ disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const
 void disp__titer_loop_raw(int nops, char **data, const int64_t *strides, const int64_t *shape, int ndim,
                           disp_titer_loop loop, const void *ctx);
 
+/* A loop after ordering and coalescing: m dims, dim 0 the innermost run,
+ * sh[d] its size and st[k][d] operand k's byte stride along it. */
+typedef struct disp_titer_plan {
+  int nops, m;
+  int64_t sh[DISP_TITER_MAX_DIMS];
+  int64_t st[DISP_TITER_MAX_OPS][DISP_TITER_MAX_DIMS];
+  char *data[DISP_TITER_MAX_OPS];
+  disp_titer_loop loop; /* what disp__titer_loop_raw runs; unused by the planner */
+  const void *ctx;
+} disp_titer_plan;
+
+/* Fills p from nops operands over `shape` (strides as disp__titer_loop_raw
+ * takes them): orders the non-trivial dims fastest first (operand 0's
+ * stride, then the next operands': a stride 0 of operand 0, a reduction into
+ * it, comes first) and merges neighbours that step like one dimension in
+ * every operand. Returns 0 when the loop has no elements. Only computes
+ * addresses: data may be device pointers. */
+int disp__titer_plan(disp_titer_plan *p, int nops, char **data, const int64_t *strides, const int64_t *shape,
+                     int ndim);
+
+/* Byte strides of t over `shape` (right-aligned, broadcast dims 0). */
+void disp__titer_bcast_strides(const disp_tensor *t, const int64_t *shape, int ndim, int64_t *out);
+
 /* loop over n elements of one dimension (strides[k] per operand): called
  * directly when small, else through disp__titer_loop_raw's threads. */
 void disp__titer_loop_flat(int nops, char **data, const int64_t *strides, int64_t n, disp_titer_loop loop,
@@ -137,6 +164,11 @@ disp_status disp__pointwise(const char *op, const char *kname, int mode, disp_te
                             int nin, disp_dtype compute, disp_dtype result, const disp_titer_loop *loops,
                             const disp_titer_consts *c, disp_tensor **ret);
 disp_status disp__not_implemented(const char *kname, disp_dtype dt);
+/* The checks and geometry of disp__pointwise's written tensor for modes
+ * INPLACE (dest has the broadcast shape) and OUT (dest resized), result
+ * castable to dest's dtype, no overlap with the inputs. Reads no data. */
+disp_status disp__titer_prepare_dest(const char *op, int mode, disp_tensor *dest, disp_tensor *const *ins, int nin,
+                                     disp_dtype result);
 /* result_type of two tensors (either may be a wrapped number). */
 disp_dtype disp__result_type2(disp_tensor *a, disp_tensor *b);
 /* Stores scalar v as constant k (double and int64 forms). */

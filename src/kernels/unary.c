@@ -13,6 +13,7 @@
 #include "aten_kernels.h"
 #include "cpu/kernels.h"
 #include "disp/aten.h"
+#include "op_rules.h"
 #include "tensor_iter.h"
 
 DISP_DEFS1(FLOAT, neg, -a)
@@ -131,20 +132,29 @@ static disp_status unary(const char *op, const char *kname, disp_tensor *self, d
   return disp__pointwise(op, kname, DISP_PW_FRESH, NULL, ins, 1, compute, compute, loops, NULL, out0);
 }
 
-static disp_status neg_impl(disp_tensor *self, disp_tensor **out0) {
+disp_status disp__neg_rules(const disp_tensor *self) {
   if (self->dtype == DISP_DTYPE_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "Negation, the `-` operator, on a bool tensor is not supported. If "
                                          "you are trying to invert a mask, use the `~` or `logical_not()` operator "
                                          "instead.");
+  return DISP_OK;
+}
+
+static disp_status neg_impl(disp_tensor *self, disp_tensor **out0) {
+  disp_status st = disp__neg_rules(self);
+  if (st != DISP_OK) return st;
   return unary("neg", "neg_cpu", self, self->dtype, neg_loops, out0);
 }
 disp_status disp__cpu_neg(disp_tensor *self, disp_tensor **out0) { return neg_impl(self, out0); }
 disp_status disp__meta_neg(disp_tensor *self, disp_tensor **out0) { return neg_impl(self, out0); }
 
+disp_dtype disp__float_unary_dtype(const disp_tensor *self) {
+  return disp_dtype_is_floating(self->dtype) ? self->dtype : DISP_DTYPE_FLOAT32;
+}
+
 static disp_status float_unary(const char *op, const char *kname, disp_tensor *self, const disp_titer_loop *loops,
                                disp_tensor **out0) {
-  disp_dtype dt = disp_dtype_is_floating(self->dtype) ? self->dtype : DISP_DTYPE_FLOAT32;
-  return unary(op, kname, self, dt, loops, out0);
+  return unary(op, kname, self, disp__float_unary_dtype(self), loops, out0);
 }
 
 #define FLOAT_UNARY(name, kname)                                                                  \
@@ -256,17 +266,23 @@ disp_status disp__meta_clamp_min(disp_tensor *self, disp_scalar min, disp_tensor
 
 /* relu is clamp_min(self, 0) through the dispatcher, as in PyTorch; on Meta
  * that reaches clamp_min's Meta kernel (1.13 has no Meta relu: issue 4). */
-static disp_status relu_impl(disp_tensor *self, disp_tensor **out0) {
+disp_status disp__relu_rules(const disp_tensor *self) {
   if (self->dtype == DISP_DTYPE_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "Boolean inputs not supported for relu");
+  return DISP_OK;
+}
+
+static disp_status relu_impl(disp_tensor *self, disp_tensor **out0) {
+  disp_status st = disp__relu_rules(self);
+  if (st != DISP_OK) return st;
   return disp_aten_clamp_min(self, disp_scalar_int(0), out0);
 }
 disp_status disp__cpu_relu(disp_tensor *self, disp_tensor **out0) { return relu_impl(self, out0); }
 disp_status disp__meta_relu(disp_tensor *self, disp_tensor **out0) { return relu_impl(self, out0); }
 
 static disp_status relu__impl(disp_tensor *self, disp_tensor **out0) {
-  if (self->dtype == DISP_DTYPE_BOOL)
-    return disp_set_error(DISP_ERR_TYPE, "Boolean inputs not supported for relu");
+  disp_status st = disp__relu_rules(self);
+  if (st != DISP_OK) return st;
   disp_scalar none = {DISP_SCALAR_NONE, {0}};
   return clamp_impl("relu_", "clamp_min_cpu", DISP_PW_INPLACE, self, disp_scalar_int(0), none, out0);
 }
