@@ -18,7 +18,7 @@ static void device_free(void *ptr, size_t nbytes, disp_device device, void *ctx)
   free(ptr);
 }
 
-static const disp_allocator allocator = {device_alloc, device_free, NULL};
+static const disp_allocator allocator = {device_alloc, device_free, NULL, NULL};
 
 static disp_status empty_strided(disp_int_list size, disp_int_list stride, int32_t dtype, int32_t layout,
                                  disp_opt_device device, disp_opt_bool pin, disp_tensor **out) {

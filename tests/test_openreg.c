@@ -145,6 +145,25 @@ TEST(cpu_fallback_for_the_rest) {
   return 0;
 }
 
+/* abs and tanh reach openreg's loops (seed 003, scenario two): the library
+ * does broadcasting and layout (a transposed input here), the loop the
+ * arithmetic. */
+TEST(stub_loops) {
+  ASSERT_TRUE(!load());
+  ASSERT_TRUE(disp_stub_get(DISP_STUB_TANH, DISP_BACKEND_PRIVATEUSE1) != NULL);
+  ASSERT_TRUE(disp_stub_get(DISP_STUB_ABS, DISP_BACKEND_PRIVATEUSE1) != NULL);
+  disp_tensor *a = cpu_values(3, 4), *at = NULL, *dt = NULL, *dr = NULL, *cr = NULL, *h = NULL;
+  ASSERT_OK(disp_aten_transpose_int(a, 0, 1, &at));
+  dt = on(at, dev(0));
+  ASSERT_OK(disp_aten_tanh(dt, &dr));
+  ASSERT_OK(disp_aten_tanh(at, &cr));
+  h = back(dr);
+  ASSERT_TRUE(h && equal(h, cr));
+  disp_tensor *items[] = {a, at, dt, dr, cr, h};
+  for (size_t i = 0; i < sizeof items / sizeof *items; i++) disp_tensor_release(items[i]);
+  return 0;
+}
+
 /* Unloaded, its kernels and name are gone and a call says so; loaded
  * again, it works as before (its static blocks ran again). */
 TEST(unload_and_reload) {
@@ -156,6 +175,8 @@ TEST(unload_and_reload) {
   ASSERT_FALSE(disp_op_has_kernel(op, DISP_KEY_PRIVATEUSE1));
   ASSERT_EQ_STR(disp_device_type_name(DISP_BACKEND_PRIVATEUSE1), "privateuseone");
   ASSERT_TRUE(disp_allocator_get(DISP_BACKEND_PRIVATEUSE1) == NULL);
+  ASSERT_TRUE(disp_device_hooks_get(DISP_BACKEND_PRIVATEUSE1) == NULL);
+  ASSERT_TRUE(disp_stub_get(DISP_STUB_TANH, DISP_BACKEND_PRIVATEUSE1) == NULL);
   disp_device d;
   ASSERT_STATUS(disp_device_parse("openreg:0", &d), DISP_ERR_INVALID_ARG);
   ASSERT_TRUE(!load());
@@ -175,6 +196,7 @@ TEST_LIST = {
     TEST_ENTRY(autograd_uses_the_device_kernels),
     TEST_ENTRY(autocast_policy),
     TEST_ENTRY(cpu_fallback_for_the_rest),
+    TEST_ENTRY(stub_loops),
     TEST_ENTRY(unload_and_reload),
     TEST_END};
 TEST_MAIN()

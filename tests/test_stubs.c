@@ -191,7 +191,7 @@ static disp_status sum_loop(const disp_stub_iter *it) {
 static disp_library *g_dev_lib;
 
 static int dev_setup(void) {
-  disp_allocator a = {dev_alloc, dev_free, NULL};
+  disp_allocator a = {dev_alloc, dev_free, NULL, NULL};
   if (disp_allocator_register(PU, &a) != DISP_OK) return 1;
   if (disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &g_dev_lib) != DISP_OK)
     return 1;

@@ -37,6 +37,7 @@ DISP_PLUGIN(self) {
   if (st == DISP_OK) st = disp_device_rename_privateuse1("openreg");
   if (st == DISP_OK) st = disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &or_allocator);
   if (st == DISP_OK) st = disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE1, &or_hooks);
+  if (st == DISP_OK) st = or_register_stubs();
   return st;
 }
 
