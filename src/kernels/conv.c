@@ -60,6 +60,14 @@ enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
 /* a / b rounded up, for b > 0 and a of either sign */
 static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
+/* [*lo, *hi): the outputs ow of a row whose input column ow*s + off (off =
+ * kw*d - p, the tap's offset) lies inside the input row. */
+static void cols_span(const geom *gm, int64_t off, int64_t *lo, int64_t *hi) {
+  int64_t l = ceil_div(-off, gm->s[2]), h = ceil_div(gm->in[2] - off, gm->s[2]);
+  l = l < 0 ? 0 : l > gm->out[2] ? gm->out[2] : l;
+  *lo = l, *hi = h < l ? l : h > gm->out[2] ? gm->out[2] : h;
+}
+
 /* The primitives, once per compute type: float for float32 tensors (as
  * 1.13's float32 kernels accumulate), double for every other dtype. */
 #define CT float

@@ -41,11 +41,7 @@ static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
               /* the outputs [lo, hi) whose iw = ow*s - p + kw*d falls inside
                * the row: copied (one memcpy at stride 1); the rest padding */
               int64_t off = kw * gm->d[2] - gm->p[2], lo = 0, hi = 0;
-              if (inside) {
-                lo = ceil_div(-off, gm->s[2]), hi = ceil_div(gm->in[2] - off, gm->s[2]);
-                lo = lo < 0 ? 0 : lo > gm->out[2] ? gm->out[2] : lo;
-                hi = hi < lo ? lo : hi > gm->out[2] ? gm->out[2] : hi;
-              }
+              if (inside) cols_span(gm, off, &lo, &hi);
               int64_t base = inside ? (id * gm->in[1] + ih) * gm->in[2] + off : 0;
               /* padding was zeroed with the whole row above */
               if (gm->s[2] == 1 && hi > lo) memcpy(dst + lo, xc + base + lo, sizeof(CT) * (size_t)(hi - lo));
@@ -81,10 +77,15 @@ static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) {
               int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
               if (ih < 0 || ih >= gm->in[1]) continue;
               const CT *src = row + (od * gm->out[1] + oh) * gm->out[2];
-              for (int64_t ow = 0; ow < gm->out[2]; ow++) {
-                int64_t iw = ow * gm->s[2] - gm->p[2] + kw * gm->d[2];
-                if (iw >= 0 && iw < gm->in[2]) xc[(id * gm->in[1] + ih) * gm->in[2] + iw] += src[ow];
-              }
+              /* only the outputs [lo, hi) land inside the row (as in
+               * CP(im2col_range)): no test per element, same sums */
+              int64_t lo, hi, off = kw * gm->d[2] - gm->p[2];
+              cols_span(gm, off, &lo, &hi);
+              int64_t base = (id * gm->in[1] + ih) * gm->in[2] + off;
+              if (gm->s[2] == 1)
+                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow] += src[ow];
+              else
+                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow * gm->s[2]] += src[ow];
             }
           }
         }

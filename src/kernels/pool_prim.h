@@ -59,6 +59,27 @@ static void PP(max_row_inner)(const pool_geom *g, pool_taps r, const CT *xp, CT 
   }
 }
 
+/* max_row_inner for the usual 2x2 window at stride 2 (kw 2, sw 2, dw 1,
+ * r.n 2): one output at a time, its four taps in the serial order, so no
+ * per-row tables and no tap numbers to translate. Same results: the first
+ * tap is kept unless a later one is larger or NaN. */
+static void PP(max_row_2x2)(const pool_geom *g, pool_taps r, const CT *xp, CT *y, int64_t *ix, int64_t o0,
+                            int64_t o1) {
+  const int64_t row0 = r.first * g->iw - g->pw, step = g->dh * g->iw;
+  for (int64_t ow = o0; ow < o1; ow++) {
+    int64_t k = row0 + 2 * ow, at[3] = {k + 1, k + step, k + step + 1};
+    CT m = xp[k];
+    for (int t = 0; t < 3; t++) {
+      CT v = xp[at[t]];
+      int take = (v > m) | (v != v);
+      m = take ? v : m;
+      k = take ? at[t] : k;
+    }
+    y[ow] = m;
+    ix[ow] = k;
+  }
+}
+
 /* Outputs [o0, o1) of row r, any window (padding, empty, huge dilation). */
 static void PP(max_row_edge)(const pool_geom *g, pool_taps r, const pool_taps *cols, const CT *xp, CT *y,
                              int64_t *ix, int64_t o0, int64_t o1) {
@@ -91,7 +112,8 @@ static void PP(max_planes)(int64_t lo, int64_t hi, void *arg) {
       CT *y = j->y + o;
       int64_t *ix = j->ix + o;
       PP(max_row_edge)(g, r, j->cols, xp, y, ix, 0, lo_in);
-      PP(max_row_inner)(g, r, xp, y, ix, lo_in, hi_in);
+      if (r.n == 2 && g->kw == 2 && g->sw == 2 && g->dw == 1) PP(max_row_2x2)(g, r, xp, y, ix, lo_in, hi_in);
+      else PP(max_row_inner)(g, r, xp, y, ix, lo_in, hi_in);
       PP(max_row_edge)(g, r, j->cols, xp, y, ix, hi_in, g->ow);
     }
   }
