@@ -305,6 +305,11 @@ TEST(max_pool_float32_matches_direct_loop) {
   if (check_pool_f32(sq, k3, s2, p1, d1, true)) return 1;
   if (check_pool_f32(sq, k3, s1, p1, d2, true)) return 1;
   if (check_pool_f32(sq, k23, s13, p1, d21, true)) return 1;
+  /* pool.c's vector path for 2x2 at stride 2: a last group overlapping the
+   * one before (5 outputs), padded edges around it, taps two rows apart */
+  if (check_pool_f32(sq, k2, s2, p0, d1, false)) return 1;
+  if (check_pool_f32(sq, k2, s2, p1, d21, true)) return 1;
+  if (check_pool_f32(wide, k2, s2, p1, d1, true)) return 1;
   return 0;
 }
 
