@@ -57,6 +57,13 @@ static int64_t cols_grain(const geom *gm) { return work_grain((double)prod3(gm->
 
 enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
 
+/* conv_prim.h's float row add is written with vector extensions. */
+#if defined(__GNUC__)
+#define CONV_HAVE_VECTORS 1
+#else
+#define CONV_HAVE_VECTORS 0
+#endif
+
 /* a / b rounded up, for b > 0 and a of either sign */
 static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
@@ -68,9 +75,24 @@ static void cols_span(const geom *gm, int64_t off, int64_t *lo, int64_t *hi) {
   *lo = l, *hi = h < l ? l : h > gm->out[2] ? gm->out[2] : h;
 }
 
+/* Stride 1 in height and width and an output as wide as the input (the
+ * "same" convolutions of CNNs): within a depth slice, the inside part of a
+ * row of im2col's columns is then the input plane shifted by a constant,
+ * so it moves as one block (conv_prim.h's CP(shift_copy), CP(shift_add)). */
+static int same_width(const geom *gm) { return gm->s[1] == 1 && gm->s[2] == 1 && gm->out[2] == gm->in[2]; }
+
+/* [*a, *b): the output rows oh whose input row oh - p + kh*d is inside
+ * (stride 1). */
+static void rows_span(const geom *gm, int64_t kh, int64_t *a, int64_t *b) {
+  int64_t sh = kh * gm->d[1] - gm->p[1];
+  int64_t l = -sh < 0 ? 0 : -sh > gm->out[1] ? gm->out[1] : -sh, h = gm->in[1] - sh;
+  *a = l, *b = h < l ? l : h > gm->out[1] ? gm->out[1] : h;
+}
+
 /* The primitives, once per compute type: float for float32 tensors (as
  * 1.13's float32 kernels accumulate), double for every other dtype. */
 #define CT float
+#define CT_IS_FLOAT 1
 #define CSFX _f32
 #define CGEMM disp__gemm_f32
 #include "conv_prim.h"

@@ -2,8 +2,8 @@
  * conv_prim.h - the convolution primitives of conv.c (im2col/col2im and the
  * three GEMM products), written once for a compute type. conv.c includes
  * it once per type after defining CT (the element type), CSFX (the name
- * suffix) and CGEMM (gemm.h's product of that type); each inclusion
- * undefines them. No include guard, on purpose.
+ * suffix), CGEMM (gemm.h's product of that type) and, for float,
+ * CT_IS_FLOAT; each inclusion undefines them. No include guard, on purpose.
  */
 #define CP_CAT2(a, b) a##b
 #define CP_CAT(a, b) CP_CAT2(a, b)
@@ -15,6 +15,65 @@ typedef struct CP(cols_job) {
   const geom *gm;
   CT *x, *cols;
 } CP(cols_job);
+
+/* dst[i] += src[i] for i < n (float: four at a time in an SSE-sized
+ * vector, as the -O2 build vectorizes no loop; each element's add is the
+ * same either way). */
+static void CP(add_to)(CT *dst, const CT *src, int64_t n) {
+  int64_t i = 0;
+#if CONV_HAVE_VECTORS && defined(CT_IS_FLOAT)
+  typedef float vec4 __attribute__((vector_size(16)));
+  for (; i + 4 <= n; i += 4) {
+    vec4 a, b;
+    memcpy(&a, dst + i, sizeof a);
+    memcpy(&b, src + i, sizeof b);
+    a += b;
+    memcpy(dst + i, &a, sizeof a);
+  }
+#endif
+  for (; i < n; i++) dst[i] += src[i];
+}
+
+/* same_width (conv.c): the row of columns of tap (kh, kw) for one depth
+ * slice, dst (out[1] x W), from the input plane xp (in[1] x W) or NULL
+ * (a padded slice): the inside rows [a, b) and columns [lo, hi) copied as
+ * one block, every other position zero. */
+static void CP(shift_copy)(const geom *gm, int64_t kh, int64_t kw, const CT *xp, CT *dst) {
+  int64_t W = gm->out[2], n = gm->out[1] * W, a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
+  rows_span(gm, kh, &a, &b);
+  cols_span(gm, off, &lo, &hi);
+  if (!xp || a >= b || lo >= hi) {
+    memset(dst, 0, sizeof(CT) * (size_t)n);
+    return;
+  }
+  /* dst[q] = xp[q + shift] for q in [q0, q1) */
+  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
+  memset(dst, 0, sizeof(CT) * (size_t)q0);
+  memcpy(dst + q0, xp + (q0 + shift), sizeof(CT) * (size_t)(q1 - q0));
+  memset(dst + q1, 0, sizeof(CT) * (size_t)(n - q1));
+  /* the block also copied the neighbouring rows' ends into the padded columns */
+  for (int64_t oh = a; oh < b; oh++) {
+    for (int64_t ow = 0; ow < lo; ow++) dst[oh * W + ow] = 0;
+    for (int64_t ow = hi; ow < W; ow++) dst[oh * W + ow] = 0;
+  }
+}
+
+/* The adjoint of CP(shift_copy): xp += the inside part of src, as one block
+ * after src's padded columns are zeroed (so the block adds +0 there: x is
+ * never -0, starting from +0, so adding +0 leaves every bit, and each
+ * element sees its real terms in the same order). */
+static void CP(shift_add)(const geom *gm, int64_t kh, int64_t kw, CT *src, CT *xp) {
+  int64_t W = gm->out[2], a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
+  rows_span(gm, kh, &a, &b);
+  cols_span(gm, off, &lo, &hi);
+  if (a >= b || lo >= hi) return;
+  for (int64_t oh = a; oh < b; oh++) {
+    for (int64_t ow = 0; ow < lo; ow++) src[oh * W + ow] = 0;
+    for (int64_t ow = hi; ow < W; ow++) src[oh * W + ow] = 0;
+  }
+  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
+  CP(add_to)(xp + (q0 + shift), src + q0, q1 - q0);
+}
 
 /* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
 static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
@@ -29,6 +88,14 @@ static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
         for (int64_t kw = 0; kw < gm->k[2]; kw++) {
           CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
           const CT *xc = x + c * IN;
+          if (same_width(gm)) {
+            for (int64_t od = 0; od < gm->out[0]; od++) {
+              int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0], plane = gm->in[1] * gm->in[2];
+              CP(shift_copy)(gm, kh, kw, id >= 0 && id < gm->in[0] ? xc + id * plane : NULL,
+                             row + od * gm->out[1] * gm->out[2]);
+            }
+            continue;
+          }
           /* one memset for every padded position of this row of cols, not
            * two tiny ones per output line */
           memset(row, 0, sizeof(CT) * (size_t)OUT);
@@ -57,22 +124,27 @@ static void CP(im2col)(const geom *gm, const CT *x, int64_t cg, CT *cols) {
   disp__parallel_for(0, cg, cols_grain(gm), CP(im2col_range), &j);
 }
 
-/* The adjoint of CP(im2col): x (channels [c0, c1) of IN) += scatter of cols. */
+/* The adjoint of CP(im2col): x (channels [c0, c1) of IN) += scatter of
+ * cols. Zeroes the padded positions of cols on the way (CP(shift_add)). */
 static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) {
   const CP(cols_job) *j = arg;
   const geom *gm = j->gm;
-  const CT *cols = j->cols;
+  CT *cols = j->cols;
   CT *x = j->x;
   int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
   for (int64_t c = c0; c < c1; c++)
     for (int64_t kd = 0; kd < gm->k[0]; kd++)
       for (int64_t kh = 0; kh < gm->k[1]; kh++)
         for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          const CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
+          CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
           CT *xc = x + c * IN;
           for (int64_t od = 0; od < gm->out[0]; od++) {
             int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
             if (id < 0 || id >= gm->in[0]) continue;
+            if (same_width(gm)) {
+              CP(shift_add)(gm, kh, kw, row + od * gm->out[1] * gm->out[2], xc + id * gm->in[1] * gm->in[2]);
+              continue;
+            }
             for (int64_t oh = 0; oh < gm->out[1]; oh++) {
               int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
               if (ih < 0 || ih >= gm->in[1]) continue;
@@ -91,8 +163,8 @@ static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) {
         }
 }
 
-static void CP(col2im)(const geom *gm, const CT *cols, int64_t cg, CT *x) {
-  CP(cols_job) j = {gm, x, (CT *)(uintptr_t)cols};
+static void CP(col2im)(const geom *gm, CT *cols, int64_t cg, CT *x) {
+  CP(cols_job) j = {gm, x, cols};
   disp__parallel_for(0, cg, cols_grain(gm), CP(col2im_range), &j);
 }
 
@@ -208,5 +280,6 @@ static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) 
 #undef CP_CAT
 #undef CP_CAT2
 #undef CT
+#undef CT_IS_FLOAT
 #undef CSFX
 #undef CGEMM
