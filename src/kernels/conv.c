@@ -89,6 +89,22 @@ static void rows_span(const geom *gm, int64_t kh, int64_t *a, int64_t *b) {
   *a = l, *b = h < l ? l : h > gm->out[1] ? gm->out[1] : h;
 }
 
+/* The weight gradient's chunks of samples: about WGRAD_SAMPLES samples
+ * each, at most WGRAD_CHUNKS of them and WGRAD_BYTES of partial sums (a
+ * weight-sized buffer per chunk). A function of the shapes alone, never of
+ * the thread count, so the sums' order is fixed; 1 means one serial sum
+ * straight into dW. */
+enum { WGRAD_SAMPLES = 8, WGRAD_CHUNKS = 16 };
+#define WGRAD_BYTES ((double)(64 << 20))
+
+static int64_t wgrad_chunks(const geom *gm, size_t elem) {
+  double wbytes = (double)gm->co * (double)(gm->ci / gm->g) * (double)prod3(gm->k) * (double)elem;
+  int64_t c = (gm->n + WGRAD_SAMPLES - 1) / WGRAD_SAMPLES;
+  if (c > WGRAD_CHUNKS) c = WGRAD_CHUNKS;
+  while (c > 1 && (double)c * wbytes > WGRAD_BYTES) c--;
+  return c < 1 ? 1 : c;
+}
+
 /* The primitives, once per compute type: float for float32 tensors (as
  * 1.13's float32 kernels accumulate), double for every other dtype. */
 #define CT float

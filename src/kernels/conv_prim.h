@@ -217,16 +217,17 @@ static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
   if (st != DISP_OK) atomic_store(&j->failed, 1);
 }
 
-/* BWD_W: dW = sum over samples in sample order (a reduction: one thread
- * walks the samples; CP(im2col) and the gemm split themselves). */
-static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *dy, CT *dw) {
+/* dw (co x ck) = the weight gradient of samples [n0, n1), summed in sample
+ * order (each sample's product added onto the last). */
+static disp_status CP(weight_grad_range)(const geom *gm, const CT *x, const CT *dy, int64_t n0, int64_t n1,
+                                         CT *dw) {
   int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
   int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
   CT *cols = CP(cols_alloc)(gm);
   if (!cols) return DISP_ERR_NO_MEMORY;
   disp_status st = DISP_OK;
   memset(dw, 0, sizeof(CT) * (size_t)(gm->co * ck));
-  for (int64_t n = 0; n < gm->n && st == DISP_OK; n++)
+  for (int64_t n = n0; n < n1 && st == DISP_OK; n++)
     for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
       CP(im2col)(gm, x + (n * gm->ci + g * cg) * IN, cg, cols);
       st = CGEMM(og, ck, OUT, 1.0, CP(dm)((CT *)dy + (n * gm->co + g * og) * OUT, OUT, 1),
@@ -234,6 +235,46 @@ static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *d
     }
   free(cols);
   return st;
+}
+
+/* BWD_W over chunks of samples (wgrad_chunks in conv.c): chunk c's partial
+ * sum into part[c], the chunks on the library's threads. */
+typedef struct CP(wgrad_job) {
+  const geom *gm;
+  const CT *x, *dy;
+  CT *part;
+  int64_t per; /* samples per chunk */
+  atomic_int failed;
+} CP(wgrad_job);
+
+static void CP(wgrad_chunks)(int64_t c0, int64_t c1, void *arg) {
+  CP(wgrad_job) *j = arg;
+  int64_t size = j->gm->co * (j->gm->ci / j->gm->g) * prod3(j->gm->k);
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t n0 = c * j->per, n1 = n0 + j->per < j->gm->n ? n0 + j->per : j->gm->n;
+    if (CP(weight_grad_range)(j->gm, j->x, j->dy, n0, n1, j->part + c * size) != DISP_OK)
+      atomic_store(&j->failed, 1);
+  }
+}
+
+/* BWD_W: dW = the sum over samples. The samples are cut into chunks that
+ * depend on the shapes only (wgrad_chunks); each chunk sums its samples in
+ * order, the chunks run on the library's threads (one parallel region, not
+ * two per sample), and dW adds the chunks' sums in chunk order: the same
+ * bits at any thread count. */
+static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *dy, CT *dw) {
+  int64_t size = gm->co * (gm->ci / gm->g) * prod3(gm->k), chunks = wgrad_chunks(gm, sizeof(CT));
+  if (chunks <= 1) return CP(weight_grad_range)(gm, x, dy, 0, gm->n, dw);
+  CT *part = malloc(sizeof(CT) * (size_t)(chunks * size));
+  if (!part) return DISP_ERR_NO_MEMORY;
+  CP(wgrad_job) j = {gm, x, dy, part, (gm->n + chunks - 1) / chunks, 0};
+  disp__parallel_for(0, chunks, 1, CP(wgrad_chunks), &j);
+  if (!atomic_load(&j.failed)) {
+    memcpy(dw, part, sizeof(CT) * (size_t)size);
+    for (int64_t c = 1; c < chunks; c++) CP(add_to)(dw, part + c * size, size);
+  }
+  free(part);
+  return atomic_load(&j.failed) ? DISP_ERR_NO_MEMORY : DISP_OK;
 }
 
 /* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
