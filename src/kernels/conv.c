@@ -105,24 +105,6 @@ static int64_t wgrad_chunks(const geom *gm, size_t elem) {
   return c < 1 ? 1 : c;
 }
 
-/* The primitives, once per compute type: float for float32 tensors (as
- * 1.13's float32 kernels accumulate), double for every other dtype. */
-#define CT float
-#define CT_IS_FLOAT 1
-#define CSFX _f32
-#define CGEMM disp__gemm_f32
-#include "conv_prim.h"
-#define CT double
-#define CSFX _f64
-#define CGEMM disp__gemm_f64
-#include "conv_prim.h"
-
-/* The primitive in compute dtype ct: float for float32 tensors, else double. */
-static disp_status run_prim_as(disp_dtype ct, int prim, const geom *gm, const void *a, const void *b, void *y) {
-  if (ct == DISP_DTYPE_FLOAT32) return run_prim_f32(prim, gm, a, b, y);
-  return run_prim_f64(prim, gm, a, b, y);
-}
-
 /* y[n, c, ...] += bias[c] (already rounded to the output dtype, then
  * widened); float planes through the CPU capability's vector add. */
 static void add_bias(disp_dtype ct, void *y, const double *bias, int64_t n, int64_t c, int64_t sp) {
@@ -136,6 +118,25 @@ static void add_bias(disp_dtype ct, void *y, const double *bias, int64_t n, int6
         for (int64_t k = 0; k < sp; k++) plane[k] += bias[ch];
       }
     }
+}
+
+/* The primitives, once per compute type: float for float32 tensors (as
+ * 1.13's float32 kernels accumulate), double for every other dtype. */
+#define CT float
+#define CT_IS_FLOAT 1
+#define CSFX _f32
+#define CGEMM disp__gemm_f32
+#include "conv_prim.h"
+#define CT double
+#define CSFX _f64
+#define CGEMM disp__gemm_f64
+#include "conv_prim.h"
+
+/* The primitive in compute dtype ct: float for float32 tensors, else double. */
+static disp_status run_prim_as(disp_dtype ct, int prim, const geom *gm, const void *a, const void *b, void *y,
+                               const double *bias) {
+  if (ct == DISP_DTYPE_FLOAT32) return run_prim_f32(prim, gm, a, b, y, bias);
+  return run_prim_f64(prim, gm, a, b, y, bias);
 }
 
 static disp_dtype compute_dtype(const disp_tensor *input) {
@@ -450,25 +451,20 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
   void *xo = NULL, *wo = NULL, *yo = NULL;
   const void *x = disp__conv_view_as(input, ct, &xo), *w = disp__conv_view_as(weight, ct, &wo);
   void *y = disp__conv_out_as(out, ct, &yo);
-  if (!x || !w || !y) {
+  double *bv = NULL;
+  if (!x || !w || !y || (bias && !(bv = malloc(sizeof(double) * (size_t)(osz[1] + 1))))) {
     st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   } else {
-    st = run_prim_as(ct, transposed ? PRIM_BWD_IN : PRIM_FWD, &gm, x, w, y);
-  }
-  double *bv = NULL;
-  if (st == DISP_OK && bias && !(bv = malloc(sizeof(double) * (size_t)(osz[1] + 1))))
-    st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
-  if (st == DISP_OK && bias) {
     /* the bias is first converted to the result's dtype (the slow kernels
-     * copy it into the output, then accumulate) */
-    for (int64_t c = 0; c < osz[1]; c++) {
+     * copy it into the output, then accumulate); each sample adds it while
+     * its output is still in cache */
+    for (int64_t c = 0; bias && c < osz[1]; c++) {
       char cv[16];
       disp__convert_elem(cv, out->dtype, (char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
                          (int64_t)disp_dtype_itemsize(bias->dtype), bias->dtype);
       bv[c] = disp__load_f64(cv, out->dtype);
     }
-    int64_t sp = out->numel / (osz[0] * osz[1]);
-    add_bias(ct, y, bv, osz[0], osz[1], sp);
+    st = run_prim_as(ct, transposed ? PRIM_BWD_IN : PRIM_FWD, &gm, x, w, y, bv);
   }
   free(bv);
   disp__conv_out_done(out, yo, ct, st == DISP_OK);
@@ -514,7 +510,7 @@ static disp_status conv_empty_backward(disp_tensor *input, disp_tensor *weight, 
 static disp_status backward_one(const char *op, disp_tensor *t, disp_dtype ct, int prim, const geom *gm,
                                 const void *a, const void *b) {
   void *ro = NULL, *r = disp__conv_out_as(t, ct, &ro);
-  disp_status st = r ? run_prim_as(ct, prim, gm, a, b, r) : disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+  disp_status st = r ? run_prim_as(ct, prim, gm, a, b, r, NULL) : disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
   disp__conv_out_done(t, ro, ct, st == DISP_OK);
   return st;
 }

@@ -188,6 +188,7 @@ typedef struct CP(prim_job) {
   const geom *gm;
   const CT *a, *b;
   CT *y;
+  const double *bias; /* added to each sample's output, or NULL */
   atomic_int failed;
 } CP(prim_job);
 
@@ -213,6 +214,12 @@ static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
         if (st == DISP_OK) CP(col2im)(gm, cols, cg, j->y + (n * gm->ci + g * cg) * IN);
       }
     }
+  /* each sample's output plus the bias (FWD: co planes of OUT; BWD_IN, a
+   * transposed forward: ci planes of IN) */
+  int64_t ch = j->prim == PRIM_FWD ? gm->co : gm->ci, sp = j->prim == PRIM_FWD ? OUT : IN;
+  for (int64_t n = lo; n < hi && st == DISP_OK && j->bias; n++)
+    add_bias(sizeof(CT) == sizeof(float) ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64, j->y + n * ch * sp, j->bias, 1,
+             ch, sp);
   free(cols);
   if (st != DISP_OK) atomic_store(&j->failed, 1);
 }
@@ -278,14 +285,15 @@ static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *d
 }
 
 /* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
- * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
-static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT *b, CT *y) {
+ * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten; bias (FWD and BWD_IN
+ * only, else NULL) is added to every output channel. */
+static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT *b, CT *y, const double *bias) {
   disp_status st = DISP_OK;
   if (prim == PRIM_BWD_W) {
     st = CP(prim_weight_grad)(gm, a, b, y);
   } else {
     if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(CT) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
-    CP(prim_job) j = {prim, gm, a, b, y, 0};
+    CP(prim_job) j = {prim, gm, a, b, y, bias, 0};
     /* a sample's work: about its output and its columns */
     double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
                  (double)prod3(gm->k);
@@ -301,20 +309,36 @@ static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT 
 /* r[c] += the sum of dy[n, c, ...] over n and the spatial dims, each
  * channel in sample then position order. Eight channels go side by side:
  * eight independent sums instead of one chain of dependent adds, and each
- * channel's order (so every bit) is unchanged. */
-static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {
-  enum { LANES = 8 };
-  for (int64_t c0 = 0; c0 < c; c0 += LANES) {
-    int64_t m = c - c0 < LANES ? c - c0 : LANES;
-    CT acc[LANES];
-    for (int64_t j = 0; j < m; j++) acc[j] = r[c0 + j];
+ * channel's order (so every bit) is unchanged. The blocks of eight run on
+ * the library's threads (each writes only its own r[c]). */
+enum { CP(BIAS_LANES) = 8 };
+
+typedef struct CP(bias_job) {
+  CT *r;
+  const CT *dy;
+  int64_t n, c, sp;
+} CP(bias_job);
+
+static void CP(sum_bias_blocks)(int64_t b0, int64_t b1, void *arg) {
+  const CP(bias_job) *j = arg;
+  int64_t n = j->n, c = j->c, sp = j->sp;
+  for (int64_t c0 = b0 * CP(BIAS_LANES); c0 < c && c0 < b1 * CP(BIAS_LANES); c0 += CP(BIAS_LANES)) {
+    int64_t m = c - c0 < CP(BIAS_LANES) ? c - c0 : CP(BIAS_LANES);
+    CT acc[CP(BIAS_LANES)];
+    for (int64_t k = 0; k < m; k++) acc[k] = j->r[c0 + k];
     for (int64_t i = 0; i < n; i++) {
-      const CT *base = dy + (i * c + c0) * sp;
+      const CT *base = j->dy + (i * c + c0) * sp;
       for (int64_t k = 0; k < sp; k++)
-        for (int64_t j = 0; j < m; j++) acc[j] += base[j * sp + k];
+        for (int64_t l = 0; l < m; l++) acc[l] += base[l * sp + k];
     }
-    for (int64_t j = 0; j < m; j++) r[c0 + j] = acc[j];
+    for (int64_t k = 0; k < m; k++) j->r[c0 + k] = acc[k];
   }
+}
+
+static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {
+  CP(bias_job) j = {r, dy, n, c, sp};
+  int64_t blocks = (c + CP(BIAS_LANES) - 1) / CP(BIAS_LANES);
+  disp__parallel_for(0, blocks, work_grain((double)n * (double)sp * CP(BIAS_LANES)), CP(sum_bias_blocks), &j);
 }
 
 #undef CP
