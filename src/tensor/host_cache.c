@@ -119,13 +119,19 @@ void *disp__host_cache_get(size_t cls) {
 
 void disp__host_cache_put(void *block, size_t cls) {
   if (!block) return;
-  size_t lim = limit();
-  if (cls > lim) {
+  if (cls > limit()) {
     free(block);
     return;
   }
   void *chain = NULL;
   pthread_mutex_lock(&g_lock);
+  /* read again under the lock: a concurrent set_limit shrinks under it */
+  size_t lim = atomic_load_explicit(&g_limit, memory_order_relaxed);
+  if (cls > lim) {
+    pthread_mutex_unlock(&g_lock);
+    free(block);
+    return;
+  }
   evict_for(cls, lim, &chain);
   g_slots[g_count++] = (slot){block, cls, g_clock};
   g_bytes += cls;
@@ -147,7 +153,9 @@ void disp__host_cache_release(void) { shrink_to(0); }
 
 size_t disp__host_cache_set_limit(size_t bytes) {
   size_t old = limit();
+  pthread_mutex_lock(&g_lock); /* ordered with the puts (see there) */
   atomic_store(&g_limit, bytes);
+  pthread_mutex_unlock(&g_lock);
   shrink_to(bytes);
   return old;
 }
