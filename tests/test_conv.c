@@ -160,10 +160,68 @@ TEST(conv_matches_naive_and_adjoints) {
       {1, 2, 2, 4, 1, {1, 1, 9}, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 2}, {0, 0, 1}},
       {3, 1, 2, 2, 1, {4, 5, 3}, {2, 2, 2}, {1, 2, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 0}},
       {2, 3, 6, 4, 2, {1, 9, 8}, {1, 4, 3}, {1, 3, 2}, {0, 2, 1}, {1, 2, 1}, {0, 2, 1}},
+      /* stride 1, output as wide as the input: conv_prim.h's shifted-plane
+       * path (padding, dilation, a height that shrinks, depth stride 2,
+       * padding wider than the row: only the centre tap inside) */
+      {2, 2, 3, 4, 1, {1, 6, 5}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, {0, 0, 0}},
+      {2, 1, 4, 2, 2, {1, 5, 7}, {1, 3, 3}, {1, 1, 1}, {0, 2, 2}, {1, 2, 2}, {0, 0, 0}},
+      {2, 1, 2, 2, 1, {1, 5, 6}, {1, 2, 3}, {1, 1, 1}, {0, 0, 1}, {1, 1, 1}, {0, 0, 0}},
+      {3, 1, 2, 3, 1, {4, 5, 6}, {3, 3, 3}, {2, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}},
+      {2, 1, 1, 2, 1, {1, 4, 2}, {1, 3, 3}, {1, 1, 1}, {0, 3, 3}, {1, 3, 3}, {0, 0, 0}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (int t = 0; t < 2; t++)
       if (run_case(&cases[i], t)) return 1;
+  return 0;
+}
+
+/* A float32 copy of a float64 tensor. */
+static disp_tensor *as_f32(const disp_tensor *t) {
+  disp_tensor *f = NULL;
+  if (disp_tensor_empty(disp_tensor_sizes(t), disp_tensor_ndim(t), DISP_DTYPE_FLOAT32, cpu(), &f) != DISP_OK)
+    return NULL;
+  const double *p = disp_tensor_data_ptr(t);
+  float *q = disp_tensor_data_ptr(f);
+  for (int64_t i = 0; i < disp_tensor_numel(t); i++) q[i] = (float)p[i];
+  return f;
+}
+
+/* Elementwise equal: a float32 result and the float64 one (multiples of
+ * 1/64 with small sums: exact in both). */
+static int same_values(const disp_tensor *f, const disp_tensor *d) {
+  const float *p = disp_tensor_data_ptr(f);
+  const double *q = disp_tensor_data_ptr(d);
+  for (int64_t i = 0; i < disp_tensor_numel(d); i++)
+    if ((double)p[i] != q[i]) TEST_FAIL_("at %lld: float32 %g, float64 %g", (long long)i, (double)p[i], q[i]);
+  return 0;
+}
+
+/* The float32 primitives (sgemm, the vector row add of col2im) on a CNN's
+ * 3x3 "same" convolution, forward and both gradients, against float64. */
+TEST(conv_float32_matches_float64) {
+  const int64_t xs[4] = {3, 4, 9, 13}, ws[4] = {5, 4, 3, 3}, ys[4] = {3, 5, 9, 13}, one[2] = {1, 1};
+  disp_tensor *x = randt(xs, 4), *w = randt(ws, 4), *dy = randt(ys, 4);
+  disp_tensor *xf = as_f32(x), *wf = as_f32(w), *dyf = as_f32(dy);
+  ASSERT_TRUE(x && w && dy && xf && wf && dyf);
+  bool mask[3] = {true, true, false};
+  disp_bool_list ml = {mask, 3};
+  disp_opt_int_list nob = {{NULL, 0}, false};
+  const int64_t zero[2] = {0, 0};
+  disp_tensor *r[2][3] = {{NULL}};
+  for (int f = 0; f < 2; f++) {
+    ASSERT_OK(disp_aten_convolution(f ? xf : x, f ? wf : w, NULL, il(one, 2), il(one, 2), il(one, 2), false,
+                                    il(zero, 2), 1, &r[f][0]));
+    disp_tensor *unused = NULL;
+    ASSERT_OK(disp_aten_convolution_backward(f ? dyf : dy, f ? xf : x, f ? wf : w, nob, il(one, 2), il(one, 2),
+                                             il(one, 2), false, il(zero, 2), 1, ml, &r[f][1], &r[f][2], &unused));
+    ASSERT_TRUE(unused == NULL);
+  }
+  for (int k = 0; k < 3; k++)
+    if (same_values(r[1][k], r[0][k])) return 1;
+  for (int f = 0; f < 2; f++)
+    for (int k = 0; k < 3; k++) disp_tensor_release(r[f][k]);
+  disp_tensor_release(x), disp_tensor_release(w), disp_tensor_release(dy);
+  disp_tensor_release(xf), disp_tensor_release(wf), disp_tensor_release(dyf);
   return 0;
 }
 
@@ -305,6 +363,11 @@ TEST(max_pool_float32_matches_direct_loop) {
   if (check_pool_f32(sq, k3, s2, p1, d1, true)) return 1;
   if (check_pool_f32(sq, k3, s1, p1, d2, true)) return 1;
   if (check_pool_f32(sq, k23, s13, p1, d21, true)) return 1;
+  /* pool.c's vector path for 2x2 at stride 2: a last group overlapping the
+   * one before (5 outputs), padded edges around it, taps two rows apart */
+  if (check_pool_f32(sq, k2, s2, p0, d1, false)) return 1;
+  if (check_pool_f32(sq, k2, s2, p1, d21, true)) return 1;
+  if (check_pool_f32(wide, k2, s2, p1, d1, true)) return 1;
   return 0;
 }
 
@@ -342,6 +405,7 @@ TEST(seeded_random_is_reproducible) {
 }
 
 TEST_LIST = {TEST_ENTRY(conv_matches_naive_and_adjoints),
+             TEST_ENTRY(conv_float32_matches_float64),
              TEST_ENTRY(meta_geometry_matches_cpu),
              TEST_ENTRY(conv_errors),
              TEST_ENTRY(max_pool_nan_and_channels_last),

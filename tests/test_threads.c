@@ -142,9 +142,11 @@ TEST(pointwise_and_copies_equal_at_any_thread_count) {
 
 /* ---- conv, pooling, losses, products ------------------------------------ */
 
+/* 20 samples: the weight gradient sums them in three chunks (conv.c's
+ * wgrad_chunks), which the threads share. */
 static disp_status conv(results *r) {
-  int64_t xs[4] = {6, 3, 40, 40}, ws[4] = {16, 3, 3, 3}, bs[1] = {16}, one[2] = {1, 1}, pad[2] = {1, 1};
-  int64_t gs[4] = {6, 16, 40, 40};
+  int64_t xs[4] = {20, 3, 24, 24}, ws[4] = {16, 3, 3, 3}, bs[1] = {16}, one[2] = {1, 1}, pad[2] = {1, 1};
+  int64_t gs[4] = {20, 16, 24, 24};
   disp_tensor *x = filled(xs, 4, DISP_DTYPE_FLOAT32, 8), *w = filled(ws, 4, DISP_DTYPE_FLOAT32, 9);
   disp_tensor *b = filled(bs, 1, DISP_DTYPE_FLOAT32, 10), *g = filled(gs, 4, DISP_DTYPE_FLOAT32, 11);
   disp_status st = disp_aten_conv2d(x, w, b, ints(one, 2), ints(pad, 2), ints(one, 2), 1, &r->t[0]);

@@ -31,6 +31,7 @@
 #include "schema_internal.h"
 #include "single_copy_internal.h"
 #include "strbuf_internal.h"
+#include "tensor/tensor_ref_internal.h"
 
 struct disp_library {
   disp_library_kind kind;
@@ -501,6 +502,7 @@ void disp_shutdown(void) {
   disp__registry_teardown();
   g_generation++;
   disp__unlock(); /* runs the destroy callbacks, outside the lock */
+  disp__host_cache_release(); /* after the destroy callbacks, which may free tensors */
 
   /* Put every static block back in the queue for the next disp_init(). */
   for (disp_library_node *node = g_drained; node; node = node->next) {

@@ -57,24 +57,52 @@ static int64_t cols_grain(const geom *gm) { return work_grain((double)prod3(gm->
 
 enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
 
+/* conv_prim.h's float row add is written with vector extensions. */
+#if defined(__GNUC__)
+#define CONV_HAVE_VECTORS 1
+#else
+#define CONV_HAVE_VECTORS 0
+#endif
+
 /* a / b rounded up, for b > 0 and a of either sign */
 static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
-/* The primitives, once per compute type: float for float32 tensors (as
- * 1.13's float32 kernels accumulate), double for every other dtype. */
-#define CT float
-#define CSFX _f32
-#define CGEMM disp__gemm_f32
-#include "conv_prim.h"
-#define CT double
-#define CSFX _f64
-#define CGEMM disp__gemm_f64
-#include "conv_prim.h"
+/* [*lo, *hi): the outputs ow of a row whose input column ow*s + off (off =
+ * kw*d - p, the tap's offset) lies inside the input row. */
+static void cols_span(const geom *gm, int64_t off, int64_t *lo, int64_t *hi) {
+  int64_t l = ceil_div(-off, gm->s[2]), h = ceil_div(gm->in[2] - off, gm->s[2]);
+  l = l < 0 ? 0 : l > gm->out[2] ? gm->out[2] : l;
+  *lo = l, *hi = h < l ? l : h > gm->out[2] ? gm->out[2] : h;
+}
 
-/* The primitive in compute dtype ct: float for float32 tensors, else double. */
-static disp_status run_prim_as(disp_dtype ct, int prim, const geom *gm, const void *a, const void *b, void *y) {
-  if (ct == DISP_DTYPE_FLOAT32) return run_prim_f32(prim, gm, a, b, y);
-  return run_prim_f64(prim, gm, a, b, y);
+/* Stride 1 in height and width and an output as wide as the input (the
+ * "same" convolutions of CNNs): within a depth slice, the inside part of a
+ * row of im2col's columns is then the input plane shifted by a constant,
+ * so it moves as one block (conv_prim.h's CP(shift_copy), CP(shift_add)). */
+static int same_width(const geom *gm) { return gm->s[1] == 1 && gm->s[2] == 1 && gm->out[2] == gm->in[2]; }
+
+/* [*a, *b): the output rows oh whose input row oh - p + kh*d is inside
+ * (stride 1). */
+static void rows_span(const geom *gm, int64_t kh, int64_t *a, int64_t *b) {
+  int64_t sh = kh * gm->d[1] - gm->p[1];
+  int64_t l = -sh < 0 ? 0 : -sh > gm->out[1] ? gm->out[1] : -sh, h = gm->in[1] - sh;
+  *a = l, *b = h < l ? l : h > gm->out[1] ? gm->out[1] : h;
+}
+
+/* The weight gradient's chunks of samples: about WGRAD_SAMPLES samples
+ * each, at most WGRAD_CHUNKS of them and WGRAD_BYTES of partial sums (a
+ * weight-sized buffer per chunk). A function of the shapes alone, never of
+ * the thread count, so the sums' order is fixed; 1 means one serial sum
+ * straight into dW. */
+enum { WGRAD_SAMPLES = 8, WGRAD_CHUNKS = 16 };
+#define WGRAD_BYTES ((double)(64 << 20))
+
+static int64_t wgrad_chunks(const geom *gm, size_t elem) {
+  double wbytes = (double)gm->co * (double)(gm->ci / gm->g) * (double)prod3(gm->k) * (double)elem;
+  int64_t c = (gm->n + WGRAD_SAMPLES - 1) / WGRAD_SAMPLES;
+  if (c > WGRAD_CHUNKS) c = WGRAD_CHUNKS;
+  while (c > 1 && (double)c * wbytes > WGRAD_BYTES) c--;
+  return c < 1 ? 1 : c;
 }
 
 /* y[n, c, ...] += bias[c] (already rounded to the output dtype, then
@@ -90,6 +118,25 @@ static void add_bias(disp_dtype ct, void *y, const double *bias, int64_t n, int6
         for (int64_t k = 0; k < sp; k++) plane[k] += bias[ch];
       }
     }
+}
+
+/* The primitives, once per compute type: float for float32 tensors (as
+ * 1.13's float32 kernels accumulate), double for every other dtype. */
+#define CT float
+#define CT_IS_FLOAT 1
+#define CSFX _f32
+#define CGEMM disp__gemm_f32
+#include "conv_prim.h"
+#define CT double
+#define CSFX _f64
+#define CGEMM disp__gemm_f64
+#include "conv_prim.h"
+
+/* The primitive in compute dtype ct: float for float32 tensors, else double. */
+static disp_status run_prim_as(disp_dtype ct, int prim, const geom *gm, const void *a, const void *b, void *y,
+                               const double *bias) {
+  if (ct == DISP_DTYPE_FLOAT32) return run_prim_f32(prim, gm, a, b, y, bias);
+  return run_prim_f64(prim, gm, a, b, y, bias);
 }
 
 static disp_dtype compute_dtype(const disp_tensor *input) {
@@ -404,25 +451,20 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
   void *xo = NULL, *wo = NULL, *yo = NULL;
   const void *x = disp__conv_view_as(input, ct, &xo), *w = disp__conv_view_as(weight, ct, &wo);
   void *y = disp__conv_out_as(out, ct, &yo);
-  if (!x || !w || !y) {
+  double *bv = NULL;
+  if (!x || !w || !y || (bias && !(bv = malloc(sizeof(double) * (size_t)(osz[1] + 1))))) {
     st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   } else {
-    st = run_prim_as(ct, transposed ? PRIM_BWD_IN : PRIM_FWD, &gm, x, w, y);
-  }
-  double *bv = NULL;
-  if (st == DISP_OK && bias && !(bv = malloc(sizeof(double) * (size_t)(osz[1] + 1))))
-    st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
-  if (st == DISP_OK && bias) {
     /* the bias is first converted to the result's dtype (the slow kernels
-     * copy it into the output, then accumulate) */
-    for (int64_t c = 0; c < osz[1]; c++) {
+     * copy it into the output, then accumulate); each sample adds it while
+     * its output is still in cache */
+    for (int64_t c = 0; bias && c < osz[1]; c++) {
       char cv[16];
       disp__convert_elem(cv, out->dtype, (char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
                          (int64_t)disp_dtype_itemsize(bias->dtype), bias->dtype);
       bv[c] = disp__load_f64(cv, out->dtype);
     }
-    int64_t sp = out->numel / (osz[0] * osz[1]);
-    add_bias(ct, y, bv, osz[0], osz[1], sp);
+    st = run_prim_as(ct, transposed ? PRIM_BWD_IN : PRIM_FWD, &gm, x, w, y, bv);
   }
   free(bv);
   disp__conv_out_done(out, yo, ct, st == DISP_OK);
@@ -468,7 +510,7 @@ static disp_status conv_empty_backward(disp_tensor *input, disp_tensor *weight, 
 static disp_status backward_one(const char *op, disp_tensor *t, disp_dtype ct, int prim, const geom *gm,
                                 const void *a, const void *b) {
   void *ro = NULL, *r = disp__conv_out_as(t, ct, &ro);
-  disp_status st = r ? run_prim_as(ct, prim, gm, a, b, r) : disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
+  disp_status st = r ? run_prim_as(ct, prim, gm, a, b, r, NULL) : disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
   disp__conv_out_done(t, ro, ct, st == DISP_OK);
   return st;
 }

@@ -2,8 +2,8 @@
  * conv_prim.h - the convolution primitives of conv.c (im2col/col2im and the
  * three GEMM products), written once for a compute type. conv.c includes
  * it once per type after defining CT (the element type), CSFX (the name
- * suffix) and CGEMM (gemm.h's product of that type); each inclusion
- * undefines them. No include guard, on purpose.
+ * suffix), CGEMM (gemm.h's product of that type) and, for float,
+ * CT_IS_FLOAT; each inclusion undefines them. No include guard, on purpose.
  */
 #define CP_CAT2(a, b) a##b
 #define CP_CAT(a, b) CP_CAT2(a, b)
@@ -15,6 +15,65 @@ typedef struct CP(cols_job) {
   const geom *gm;
   CT *x, *cols;
 } CP(cols_job);
+
+/* dst[i] += src[i] for i < n (float: four at a time in an SSE-sized
+ * vector, as the -O2 build vectorizes no loop; each element's add is the
+ * same either way). */
+static void CP(add_to)(CT *dst, const CT *src, int64_t n) {
+  int64_t i = 0;
+#if CONV_HAVE_VECTORS && defined(CT_IS_FLOAT)
+  typedef float vec4 __attribute__((vector_size(16)));
+  for (; i + 4 <= n; i += 4) {
+    vec4 a, b;
+    memcpy(&a, dst + i, sizeof a);
+    memcpy(&b, src + i, sizeof b);
+    a += b;
+    memcpy(dst + i, &a, sizeof a);
+  }
+#endif
+  for (; i < n; i++) dst[i] += src[i];
+}
+
+/* same_width (conv.c): the row of columns of tap (kh, kw) for one depth
+ * slice, dst (out[1] x W), from the input plane xp (in[1] x W) or NULL
+ * (a padded slice): the inside rows [a, b) and columns [lo, hi) copied as
+ * one block, every other position zero. */
+static void CP(shift_copy)(const geom *gm, int64_t kh, int64_t kw, const CT *xp, CT *dst) {
+  int64_t W = gm->out[2], n = gm->out[1] * W, a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
+  rows_span(gm, kh, &a, &b);
+  cols_span(gm, off, &lo, &hi);
+  if (!xp || a >= b || lo >= hi) {
+    memset(dst, 0, sizeof(CT) * (size_t)n);
+    return;
+  }
+  /* dst[q] = xp[q + shift] for q in [q0, q1) */
+  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
+  memset(dst, 0, sizeof(CT) * (size_t)q0);
+  memcpy(dst + q0, xp + (q0 + shift), sizeof(CT) * (size_t)(q1 - q0));
+  memset(dst + q1, 0, sizeof(CT) * (size_t)(n - q1));
+  /* the block also copied the neighbouring rows' ends into the padded columns */
+  for (int64_t oh = a; oh < b; oh++) {
+    for (int64_t ow = 0; ow < lo; ow++) dst[oh * W + ow] = 0;
+    for (int64_t ow = hi; ow < W; ow++) dst[oh * W + ow] = 0;
+  }
+}
+
+/* The adjoint of CP(shift_copy): xp += the inside part of src, as one block
+ * after src's padded columns are zeroed (so the block adds +0 there: x is
+ * never -0, starting from +0, so adding +0 leaves every bit, and each
+ * element sees its real terms in the same order). */
+static void CP(shift_add)(const geom *gm, int64_t kh, int64_t kw, CT *src, CT *xp) {
+  int64_t W = gm->out[2], a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
+  rows_span(gm, kh, &a, &b);
+  cols_span(gm, off, &lo, &hi);
+  if (a >= b || lo >= hi) return;
+  for (int64_t oh = a; oh < b; oh++) {
+    for (int64_t ow = 0; ow < lo; ow++) src[oh * W + ow] = 0;
+    for (int64_t ow = hi; ow < W; ow++) src[oh * W + ow] = 0;
+  }
+  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
+  CP(add_to)(xp + (q0 + shift), src + q0, q1 - q0);
+}
 
 /* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
 static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
@@ -29,6 +88,14 @@ static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
         for (int64_t kw = 0; kw < gm->k[2]; kw++) {
           CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
           const CT *xc = x + c * IN;
+          if (same_width(gm)) {
+            for (int64_t od = 0; od < gm->out[0]; od++) {
+              int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0], plane = gm->in[1] * gm->in[2];
+              CP(shift_copy)(gm, kh, kw, id >= 0 && id < gm->in[0] ? xc + id * plane : NULL,
+                             row + od * gm->out[1] * gm->out[2]);
+            }
+            continue;
+          }
           /* one memset for every padded position of this row of cols, not
            * two tiny ones per output line */
           memset(row, 0, sizeof(CT) * (size_t)OUT);
@@ -41,11 +108,7 @@ static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
               /* the outputs [lo, hi) whose iw = ow*s - p + kw*d falls inside
                * the row: copied (one memcpy at stride 1); the rest padding */
               int64_t off = kw * gm->d[2] - gm->p[2], lo = 0, hi = 0;
-              if (inside) {
-                lo = ceil_div(-off, gm->s[2]), hi = ceil_div(gm->in[2] - off, gm->s[2]);
-                lo = lo < 0 ? 0 : lo > gm->out[2] ? gm->out[2] : lo;
-                hi = hi < lo ? lo : hi > gm->out[2] ? gm->out[2] : hi;
-              }
+              if (inside) cols_span(gm, off, &lo, &hi);
               int64_t base = inside ? (id * gm->in[1] + ih) * gm->in[2] + off : 0;
               /* padding was zeroed with the whole row above */
               if (gm->s[2] == 1 && hi > lo) memcpy(dst + lo, xc + base + lo, sizeof(CT) * (size_t)(hi - lo));
@@ -61,37 +124,47 @@ static void CP(im2col)(const geom *gm, const CT *x, int64_t cg, CT *cols) {
   disp__parallel_for(0, cg, cols_grain(gm), CP(im2col_range), &j);
 }
 
-/* The adjoint of CP(im2col): x (channels [c0, c1) of IN) += scatter of cols. */
+/* The adjoint of CP(im2col): x (channels [c0, c1) of IN) += scatter of
+ * cols. Zeroes the padded positions of cols on the way (CP(shift_add)). */
 static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) {
   const CP(cols_job) *j = arg;
   const geom *gm = j->gm;
-  const CT *cols = j->cols;
+  CT *cols = j->cols;
   CT *x = j->x;
   int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
   for (int64_t c = c0; c < c1; c++)
     for (int64_t kd = 0; kd < gm->k[0]; kd++)
       for (int64_t kh = 0; kh < gm->k[1]; kh++)
         for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          const CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
+          CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
           CT *xc = x + c * IN;
           for (int64_t od = 0; od < gm->out[0]; od++) {
             int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
             if (id < 0 || id >= gm->in[0]) continue;
+            if (same_width(gm)) {
+              CP(shift_add)(gm, kh, kw, row + od * gm->out[1] * gm->out[2], xc + id * gm->in[1] * gm->in[2]);
+              continue;
+            }
             for (int64_t oh = 0; oh < gm->out[1]; oh++) {
               int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
               if (ih < 0 || ih >= gm->in[1]) continue;
               const CT *src = row + (od * gm->out[1] + oh) * gm->out[2];
-              for (int64_t ow = 0; ow < gm->out[2]; ow++) {
-                int64_t iw = ow * gm->s[2] - gm->p[2] + kw * gm->d[2];
-                if (iw >= 0 && iw < gm->in[2]) xc[(id * gm->in[1] + ih) * gm->in[2] + iw] += src[ow];
-              }
+              /* only the outputs [lo, hi) land inside the row (as in
+               * CP(im2col_range)): no test per element, same sums */
+              int64_t lo, hi, off = kw * gm->d[2] - gm->p[2];
+              cols_span(gm, off, &lo, &hi);
+              int64_t base = (id * gm->in[1] + ih) * gm->in[2] + off;
+              if (gm->s[2] == 1)
+                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow] += src[ow];
+              else
+                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow * gm->s[2]] += src[ow];
             }
           }
         }
 }
 
-static void CP(col2im)(const geom *gm, const CT *cols, int64_t cg, CT *x) {
-  CP(cols_job) j = {gm, x, (CT *)(uintptr_t)cols};
+static void CP(col2im)(const geom *gm, CT *cols, int64_t cg, CT *x) {
+  CP(cols_job) j = {gm, x, cols};
   disp__parallel_for(0, cg, cols_grain(gm), CP(col2im_range), &j);
 }
 
@@ -115,6 +188,7 @@ typedef struct CP(prim_job) {
   const geom *gm;
   const CT *a, *b;
   CT *y;
+  const double *bias; /* added to each sample's output, or NULL */
   atomic_int failed;
 } CP(prim_job);
 
@@ -140,20 +214,27 @@ static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
         if (st == DISP_OK) CP(col2im)(gm, cols, cg, j->y + (n * gm->ci + g * cg) * IN);
       }
     }
+  /* each sample's output plus the bias (FWD: co planes of OUT; BWD_IN, a
+   * transposed forward: ci planes of IN) */
+  int64_t ch = j->prim == PRIM_FWD ? gm->co : gm->ci, sp = j->prim == PRIM_FWD ? OUT : IN;
+  for (int64_t n = lo; n < hi && st == DISP_OK && j->bias; n++)
+    add_bias(sizeof(CT) == sizeof(float) ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64, j->y + n * ch * sp, j->bias, 1,
+             ch, sp);
   free(cols);
   if (st != DISP_OK) atomic_store(&j->failed, 1);
 }
 
-/* BWD_W: dW = sum over samples in sample order (a reduction: one thread
- * walks the samples; CP(im2col) and the gemm split themselves). */
-static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *dy, CT *dw) {
+/* dw (co x ck) = the weight gradient of samples [n0, n1), summed in sample
+ * order (each sample's product added onto the last). */
+static disp_status CP(weight_grad_range)(const geom *gm, const CT *x, const CT *dy, int64_t n0, int64_t n1,
+                                         CT *dw) {
   int64_t OUT = prod3(gm->out), IN = prod3(gm->in);
   int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
   CT *cols = CP(cols_alloc)(gm);
   if (!cols) return DISP_ERR_NO_MEMORY;
   disp_status st = DISP_OK;
   memset(dw, 0, sizeof(CT) * (size_t)(gm->co * ck));
-  for (int64_t n = 0; n < gm->n && st == DISP_OK; n++)
+  for (int64_t n = n0; n < n1 && st == DISP_OK; n++)
     for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
       CP(im2col)(gm, x + (n * gm->ci + g * cg) * IN, cg, cols);
       st = CGEMM(og, ck, OUT, 1.0, CP(dm)((CT *)dy + (n * gm->co + g * og) * OUT, OUT, 1),
@@ -163,15 +244,56 @@ static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *d
   return st;
 }
 
+/* BWD_W over chunks of samples (wgrad_chunks in conv.c): chunk c's partial
+ * sum into part[c], the chunks on the library's threads. */
+typedef struct CP(wgrad_job) {
+  const geom *gm;
+  const CT *x, *dy;
+  CT *part;
+  int64_t per; /* samples per chunk */
+  atomic_int failed;
+} CP(wgrad_job);
+
+static void CP(wgrad_chunks)(int64_t c0, int64_t c1, void *arg) {
+  CP(wgrad_job) *j = arg;
+  int64_t size = j->gm->co * (j->gm->ci / j->gm->g) * prod3(j->gm->k);
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t n0 = c * j->per, n1 = n0 + j->per < j->gm->n ? n0 + j->per : j->gm->n;
+    if (CP(weight_grad_range)(j->gm, j->x, j->dy, n0, n1, j->part + c * size) != DISP_OK)
+      atomic_store(&j->failed, 1);
+  }
+}
+
+/* BWD_W: dW = the sum over samples. The samples are cut into chunks that
+ * depend on the shapes only (wgrad_chunks); each chunk sums its samples in
+ * order, the chunks run on the library's threads (one parallel region, not
+ * two per sample), and dW adds the chunks' sums in chunk order: the same
+ * bits at any thread count. */
+static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *dy, CT *dw) {
+  int64_t size = gm->co * (gm->ci / gm->g) * prod3(gm->k), chunks = wgrad_chunks(gm, sizeof(CT));
+  if (chunks <= 1) return CP(weight_grad_range)(gm, x, dy, 0, gm->n, dw);
+  CT *part = malloc(sizeof(CT) * (size_t)(chunks * size));
+  if (!part) return DISP_ERR_NO_MEMORY;
+  CP(wgrad_job) j = {gm, x, dy, part, (gm->n + chunks - 1) / chunks, 0};
+  disp__parallel_for(0, chunks, 1, CP(wgrad_chunks), &j);
+  if (!atomic_load(&j.failed)) {
+    memcpy(dw, part, sizeof(CT) * (size_t)size);
+    for (int64_t c = 1; c < chunks; c++) CP(add_to)(dw, part + c * size, size);
+  }
+  free(part);
+  return atomic_load(&j.failed) ? DISP_ERR_NO_MEMORY : DISP_OK;
+}
+
 /* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
- * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten. */
-static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT *b, CT *y) {
+ * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten; bias (FWD and BWD_IN
+ * only, else NULL) is added to every output channel. */
+static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT *b, CT *y, const double *bias) {
   disp_status st = DISP_OK;
   if (prim == PRIM_BWD_W) {
     st = CP(prim_weight_grad)(gm, a, b, y);
   } else {
     if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(CT) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
-    CP(prim_job) j = {prim, gm, a, b, y, 0};
+    CP(prim_job) j = {prim, gm, a, b, y, bias, 0};
     /* a sample's work: about its output and its columns */
     double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
                  (double)prod3(gm->k);
@@ -187,25 +309,42 @@ static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT 
 /* r[c] += the sum of dy[n, c, ...] over n and the spatial dims, each
  * channel in sample then position order. Eight channels go side by side:
  * eight independent sums instead of one chain of dependent adds, and each
- * channel's order (so every bit) is unchanged. */
-static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {
-  enum { LANES = 8 };
-  for (int64_t c0 = 0; c0 < c; c0 += LANES) {
-    int64_t m = c - c0 < LANES ? c - c0 : LANES;
-    CT acc[LANES];
-    for (int64_t j = 0; j < m; j++) acc[j] = r[c0 + j];
+ * channel's order (so every bit) is unchanged. The blocks of eight run on
+ * the library's threads (each writes only its own r[c]). */
+enum { CP(BIAS_LANES) = 8 };
+
+typedef struct CP(bias_job) {
+  CT *r;
+  const CT *dy;
+  int64_t n, c, sp;
+} CP(bias_job);
+
+static void CP(sum_bias_blocks)(int64_t b0, int64_t b1, void *arg) {
+  const CP(bias_job) *j = arg;
+  int64_t n = j->n, c = j->c, sp = j->sp;
+  for (int64_t c0 = b0 * CP(BIAS_LANES); c0 < c && c0 < b1 * CP(BIAS_LANES); c0 += CP(BIAS_LANES)) {
+    int64_t m = c - c0 < CP(BIAS_LANES) ? c - c0 : CP(BIAS_LANES);
+    CT acc[CP(BIAS_LANES)];
+    for (int64_t k = 0; k < m; k++) acc[k] = j->r[c0 + k];
     for (int64_t i = 0; i < n; i++) {
-      const CT *base = dy + (i * c + c0) * sp;
+      const CT *base = j->dy + (i * c + c0) * sp;
       for (int64_t k = 0; k < sp; k++)
-        for (int64_t j = 0; j < m; j++) acc[j] += base[j * sp + k];
+        for (int64_t l = 0; l < m; l++) acc[l] += base[l * sp + k];
     }
-    for (int64_t j = 0; j < m; j++) r[c0 + j] = acc[j];
+    for (int64_t k = 0; k < m; k++) j->r[c0 + k] = acc[k];
   }
+}
+
+static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {
+  CP(bias_job) j = {r, dy, n, c, sp};
+  int64_t blocks = (c + CP(BIAS_LANES) - 1) / CP(BIAS_LANES);
+  disp__parallel_for(0, blocks, work_grain((double)n * (double)sp * CP(BIAS_LANES)), CP(sum_bias_blocks), &j);
 }
 
 #undef CP
 #undef CP_CAT
 #undef CP_CAT2
 #undef CT
+#undef CT_IS_FLOAT
 #undef CSFX
 #undef CGEMM

@@ -190,9 +190,20 @@ disp_status disp__meta_max_pool2d_with_indices(disp_tensor *self, disp_int_list 
   return alloc_outs(&g, self, out0, out1);
 }
 
+/* pool_prim.h's 2x2 fast path is written with vector extensions. */
+#if defined(__GNUC__) && defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define POOL_HAVE_VECTORS 1
+#endif
+#endif
+#ifndef POOL_HAVE_VECTORS
+#define POOL_HAVE_VECTORS 0
+#endif
+
 /* The loops, once per compute type: float for float32 tensors (1.13's
  * float32 kernels compare and accumulate in float), double for the rest. */
 #define CT float
+#define CT_IS_FLOAT 1
 #define CSFX _f32
 #include "pool_prim.h"
 #define CT double

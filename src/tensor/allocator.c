@@ -16,26 +16,37 @@
 #include <string.h>
 
 #include "error_internal.h"
+#include "host_cache.h"
 #include "objcache.h"
 #include "owner_internal.h"
 #include "tensor_internal.h"
 
 /* 64 bytes: a cache line and the widest SIMD load, as PyTorch's alloc_cpu. */
 #define CPU_ALIGNMENT 64
+/* Alignment, the start pointer and a page of size-class rounding. */
+#define PAGE_SLACK (CPU_ALIGNMENT + sizeof(void *) + 4096)
 
 /* Aligned by hand over plain malloc: posix_memalign and calloc bypass
  * glibc's per-thread cache, and small tensors come and go at every op. The
- * block's start is kept just below the aligned pointer. */
+ * block's start is kept just below the aligned pointer. Small blocks come
+ * from the thread's cache (objcache.h), large ones from the cache of freed
+ * large blocks (host_cache.h); the block's size is a function of nbytes, so
+ * deallocate finds its way back from nbytes alone. */
+static size_t cpu_block_size(size_t nbytes) {
+  size_t total = (nbytes <= DISP__SMALL_DATA ? DISP__SMALL_DATA : nbytes) + CPU_ALIGNMENT + sizeof(void *);
+  return total >= DISP__HOST_CACHE_MIN ? disp__host_cache_class(total) : total;
+}
+
 static void *cpu_allocate(size_t nbytes, disp_device device, void *ctx) {
   (void)device;
   (void)ctx;
   /* Zero bytes: no memory, as PyTorch's alloc_cpu returns nullptr. */
   if (nbytes == 0) return NULL;
-  if (nbytes > SIZE_MAX - CPU_ALIGNMENT - sizeof(void *)) return NULL;
-  /* Small blocks come from the thread's cache, all of one size. */
-  size_t total = nbytes <= DISP__SMALL_DATA ? DISP__SMALL_DATA + CPU_ALIGNMENT + sizeof(void *)
-                                            : nbytes + CPU_ALIGNMENT + sizeof(void *);
-  char *raw = nbytes <= DISP__SMALL_DATA ? disp__cache_get(DISP__CACHE_SMALL_DATA, total) : malloc(total);
+  if (nbytes > SIZE_MAX - PAGE_SLACK) return NULL;
+  size_t total = cpu_block_size(nbytes);
+  char *raw = nbytes <= DISP__SMALL_DATA ? disp__cache_get(DISP__CACHE_SMALL_DATA, total)
+              : total >= DISP__HOST_CACHE_MIN ? disp__host_cache_get(total)
+                                              : malloc(total);
   if (!raw) return NULL;
   uintptr_t aligned = ((uintptr_t)raw + sizeof(void *) + CPU_ALIGNMENT - 1) & ~(uintptr_t)(CPU_ALIGNMENT - 1);
   ((void **)aligned)[-1] = raw;
@@ -46,8 +57,11 @@ static void cpu_deallocate(void *ptr, size_t nbytes, disp_device device, void *c
   (void)device;
   (void)ctx;
   if (!ptr) return;
-  if (nbytes <= DISP__SMALL_DATA) disp__cache_put(DISP__CACHE_SMALL_DATA, ((void **)ptr)[-1]);
-  else free(((void **)ptr)[-1]);
+  void *raw = ((void **)ptr)[-1];
+  size_t total = cpu_block_size(nbytes);
+  if (nbytes <= DISP__SMALL_DATA) disp__cache_put(DISP__CACHE_SMALL_DATA, raw);
+  else if (total >= DISP__HOST_CACHE_MIN) disp__host_cache_put(raw, total);
+  else free(raw);
 }
 
 /* Meta tensors carry shapes only: the storage remembers nbytes, data is NULL. */
