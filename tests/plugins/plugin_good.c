@@ -10,6 +10,8 @@
 
 #include <disp.h>
 
+#include "plugin_common.h"
+
 DISP_LIBRARY(plugtest, m) {
   disp_library_def(m, "f(Tensor self) -> Tensor", NULL);
 }
@@ -40,29 +42,14 @@ static disp_status abs_kernel(const disp_op *op, disp_keyset ks, disp_stack *sta
 
 static void free_user_data(void *p) { free(p); }
 
-static void *device_alloc(size_t nbytes, disp_device device, void *ctx) {
-  (void)device, (void)ctx;
-  return nbytes ? malloc(nbytes) : NULL;
-}
-
-static void device_free(void *ptr, size_t nbytes, disp_device device, void *ctx) {
-  (void)nbytes, (void)device, (void)ctx;
-  free(ptr);
-}
-
-static const disp_allocator allocator = {device_alloc, device_free, NULL, NULL};
+static const disp_allocator allocator = {plugin_heap_alloc, plugin_heap_free, NULL};
 
 DISP_PLUGIN(self) {
   /* The handle works from init (no deadlock); it counts as loaded once init
    * has returned. */
   if (strcmp(disp_plugin_name(self), "plugin_good") != 0 || disp_plugin_is_loaded(self))
     return disp_set_error(DISP_ERR_INVALID_ARG, "plugin_good: unexpected handle in init");
-  disp_status st = disp_device_rename_privateuse1("plugdev");
-  if (st == DISP_OK) st = disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &allocator);
-  disp_library *lib = NULL;
-  if (st == DISP_OK)
-    st = disp_library_new(DISP_LIBRARY_IMPL, "_", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib);
-  if (st == DISP_OK) st = disp_library_fallback(lib, disp_kernel_boxed(fallback, NULL, NULL), NULL);
+  disp_status st = plugin_setup_device("plugdev", &allocator, fallback, __FILE__);
   disp_library *aten = NULL;
   if (st == DISP_OK)
     st = disp_library_new(DISP_LIBRARY_IMPL, "aten", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &aten);

@@ -4,6 +4,8 @@
  */
 #include <disp.h>
 
+#include "plugin_common.h"
+
 DISP_LIBRARY(plughalf, m) {
   disp_library_def(m, "h(Tensor self) -> Tensor", NULL);
 }
@@ -17,25 +19,11 @@ DISP_LIBRARY_IMPL(plughalf, PRIVATEUSE1, m) {
   disp_library_impl(m, "h", disp_kernel_boxed(kernel, NULL, NULL), NULL);
 }
 
-static void *no_alloc(size_t nbytes, disp_device device, void *ctx) {
-  (void)nbytes, (void)device, (void)ctx;
-  return NULL;
-}
-
-static void no_free(void *ptr, size_t nbytes, disp_device device, void *ctx) {
-  (void)ptr, (void)nbytes, (void)device, (void)ctx;
-}
-
-static const disp_allocator allocator = {no_alloc, no_free, NULL, NULL};
+static const disp_allocator allocator = {plugin_heap_alloc, plugin_heap_free, NULL};
 
 DISP_PLUGIN(self) {
   (void)self;
-  disp_status st = disp_device_rename_privateuse1("halfdev");
-  if (st == DISP_OK) st = disp_allocator_register(DISP_BACKEND_PRIVATEUSE1, &allocator);
-  disp_library *lib = NULL;
-  if (st == DISP_OK)
-    st = disp_library_new(DISP_LIBRARY_IMPL, "_", DISP_KEY_PRIVATEUSE1, __FILE__, __LINE__, &lib);
-  if (st == DISP_OK) st = disp_library_fallback(lib, disp_kernel_boxed(kernel, NULL, NULL), NULL);
+  disp_status st = plugin_setup_device("halfdev", &allocator, kernel, __FILE__);
   disp_library *more = NULL;
   if (st == DISP_OK) st = disp_library_new(DISP_LIBRARY_FRAGMENT, "plughalf", DISP_KEY_UNDEFINED, __FILE__, __LINE__, &more);
   if (st == DISP_OK) st = disp_library_def(more, "h2(Tensor self) -> Tensor", NULL);
