@@ -26,7 +26,7 @@ static void *host_alloc(size_t nbytes, disp_device device, void *ctx) {
   return plugin_heap_alloc(nbytes, device, ctx);
 }
 
-static const disp_allocator program_allocator = {host_alloc, plugin_heap_free, NULL};
+static const disp_allocator program_allocator = {host_alloc, plugin_heap_free, NULL, NULL};
 
 static int setup(void) {
   disp_init();

@@ -2,37 +2,45 @@
  * stubs.c - seed 003's scenario two: openreg gives abs and tanh only their
  * inner loops (disp/stub.h); the library's kernels do the shapes, dtypes,
  * broadcasting and out=, and call these on 2-D blocks of device memory.
+ * The emulated device computes a block with the CPU operator on views of
+ * it (every dtype the CPU has), inside or_enter as its other kernels.
  */
 #include "openreg.h"
 
-#include <math.h>
-
 #include <disp/stub.h>
 
-/* Element (i, j) of operand k (disp_stub_iter's layout). */
-#define AT(it, k, i, j) ((char *)(it)->data[k] + (i) * (it)->stride[k][0] + (j) * (it)->stride[k][1])
-
-static disp_status unary_f(const disp_stub_iter *it, const char *name) {
-  if (it->dtype != DISP_DTYPE_FLOAT32 && it->dtype != DISP_DTYPE_FLOAT64)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "\"%s_openreg\" not implemented for '%s'", name,
-                          disp_dtype_torch_name(it->dtype));
-  or_enter();
-  for (int64_t j = 0; j < it->size[1]; j++)
-    for (int64_t i = 0; i < it->size[0]; i++) {
-      double x = it->dtype == DISP_DTYPE_FLOAT32 ? *(float *)AT(it, 1, i, j) : *(double *)AT(it, 1, i, j);
-      double y = it->stub == DISP_STUB_TANH ? tanh(x) : fabs(x);
-      if (it->dtype == DISP_DTYPE_FLOAT32) *(float *)AT(it, 0, i, j) = (float)y;
-      else *(double *)AT(it, 0, i, j) = y;
-    }
-  or_leave();
-  return DISP_OK;
+/* Operand k of the block as a CPU tensor [size[1], size[0]] over device
+ * memory (strides in elements; the library gives bytes). */
+static disp_status block_as_cpu(const disp_stub_iter *it, int k, disp_tensor **out) {
+  int64_t item = (int64_t)disp_dtype_itemsize(it->dtype), sizes[2] = {it->size[1], it->size[0]};
+  int64_t strides[2] = {it->stride[k][1] / item, it->stride[k][0] / item};
+  int64_t span = item;
+  for (int d = 0; d < 2; d++) span += sizes[d] > 0 ? (sizes[d] - 1) * strides[d] * item : 0;
+  disp_storage *st = NULL;
+  disp_status s = disp_storage_new_with_data(it->data[k], (size_t)span, disp_device_make(DISP_BACKEND_CPU, -1), NULL,
+                                             NULL, &st);
+  if (s == DISP_OK) s = disp_tensor_new_with_storage(st, 0, sizes, strides, 2, it->dtype, disp_keyset_empty(), out);
+  disp_storage_release(st);
+  return s;
 }
 
-static disp_status or_tanh_loop(const disp_stub_iter *it) { return unary_f(it, "tanh"); }
-static disp_status or_abs_loop(const disp_stub_iter *it) { return unary_f(it, "abs"); }
+static disp_status unary_loop(const disp_stub_iter *it) {
+  if (it->size[0] == 0 || it->size[1] == 0) return DISP_OK;
+  disp_tensor *out = NULL, *in = NULL, *r = NULL, *w = NULL;
+  or_enter();
+  disp_tls_state below = disp_tls_below_autograd_push();
+  disp_status st = block_as_cpu(it, 0, &out);
+  if (st == DISP_OK) st = block_as_cpu(it, 1, &in);
+  if (st == DISP_OK) st = it->stub == DISP_STUB_TANH ? disp_aten_tanh(in, &r) : disp_aten_abs(in, &r);
+  if (st == DISP_OK) st = disp_aten_copy_(out, r, false, &w);
+  disp_tensor_release(w), disp_tensor_release(r), disp_tensor_release(in), disp_tensor_release(out);
+  disp_tls_restore(below);
+  or_leave();
+  return st;
+}
 
 disp_status or_register_stubs(void) {
-  disp_status st = disp_stub_register(DISP_STUB_TANH, DISP_BACKEND_PRIVATEUSE1, or_tanh_loop);
-  if (st == DISP_OK) st = disp_stub_register(DISP_STUB_ABS, DISP_BACKEND_PRIVATEUSE1, or_abs_loop);
+  disp_status st = disp_stub_register(DISP_STUB_TANH, DISP_BACKEND_PRIVATEUSE1, unary_loop);
+  if (st == DISP_OK) st = disp_stub_register(DISP_STUB_ABS, DISP_BACKEND_PRIVATEUSE1, unary_loop);
   return st;
 }

@@ -42,7 +42,7 @@ static disp_status abs_kernel(const disp_op *op, disp_keyset ks, disp_stack *sta
 
 static void free_user_data(void *p) { free(p); }
 
-static const disp_allocator allocator = {plugin_heap_alloc, plugin_heap_free, NULL};
+static const disp_allocator allocator = {plugin_heap_alloc, plugin_heap_free, NULL, NULL};
 
 DISP_PLUGIN(self) {
   /* The handle works from init (no deadlock); it counts as loaded once init

@@ -19,7 +19,7 @@ DISP_LIBRARY_IMPL(plughalf, PRIVATEUSE1, m) {
   disp_library_impl(m, "h", disp_kernel_boxed(kernel, NULL, NULL), NULL);
 }
 
-static const disp_allocator allocator = {plugin_heap_alloc, plugin_heap_free, NULL};
+static const disp_allocator allocator = {plugin_heap_alloc, plugin_heap_free, NULL, NULL};
 
 DISP_PLUGIN(self) {
   (void)self;
