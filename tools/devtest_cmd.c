@@ -22,7 +22,8 @@ static const char *const test_usage =
     "every loaded plugin - or only the --device ones. Then, for each plugin device, every\n"
     "reference case of DIR (default: $DISP_OPS_CASES, else the installed cases) through\n"
     "`disp check-ops --device`, one summary line per operator file. Prints a PASS/FAIL/SKIP\n"
-    "table of test x device, the failures' messages, and 'N passed, M failed[, K skipped]'.\n"
+    "table of test x device, the failures' messages, each device's memory statistics\n"
+    "(disp_memory_stats_get) and 'N passed, M failed[, K skipped]'.\n"
     "Exit 1 on any failure.\n";
 
 typedef struct run {
@@ -144,6 +145,20 @@ static void run_cases(run *r, disp_device dev) {
   free(files);
 }
 
+/* What each tested device's allocator handed out (disp_memory_stats_get):
+ * a device whose tests released everything holds 0 bytes afterwards. */
+static void print_memory(const run *r) {
+  printf("\n%-12s %14s %14s %12s %12s\n", "memory", "allocated now", "peak", "allocations", "live blocks");
+  for (int d = 0; d < r->ndev; d++) {
+    disp_memory_stats m;
+    char name[32];
+    disp_device_format(r->devs[d], name, sizeof name);
+    if (r->devs[d].type == DISP_BACKEND_META || disp_memory_stats_get(r->devs[d], &m) != DISP_OK) continue;
+    printf("%-12s %14lld %14lld %12lld %12lld\n", name, (long long)m.allocated_bytes, (long long)m.peak_bytes,
+           (long long)m.num_allocs, (long long)m.live_blocks);
+  }
+}
+
 int disp_tool_test(int argc, char **argv) {
   run r = {.cases = NULL};
   for (int i = 0; i < argc; i++) {
@@ -169,6 +184,7 @@ int disp_tool_test(int argc, char **argv) {
   run_suite(&r, dt_optim_tests, dt_optim_count, table, &row);
   print_table(&r, table);
   free(table);
+  print_memory(&r);
   printf("device-generic tests: %ld passed, %ld failed, %ld skipped\n", r.passed, r.failed, r.skipped);
   for (int d = 0; d < r.ndev && !r.no_cases; d++)
     if (is_plugin_device(r.devs[d])) run_cases(&r, r.devs[d]);
