@@ -2,12 +2,10 @@
  * allocator.c - one allocator per device type.
  *
  * Readers (every storage allocation) load a pointer with acquire and take no
- * lock. Registration copies the caller's struct into an immutable heap node
- * and publishes it with a release store under a mutex. A replaced node is
- * never freed - a reader may still hold it, and disp_allocator_get promises
- * process lifetime - it moves to a retired list, which stays reachable so
- * leak checkers are quiet. Re-registration is rare (once per backend plugin),
- * so the list stays tiny.
+ * lock; registrations publish copies (Note [Published per-type values] in
+ * published_internal.h). A replaced allocator is never freed - a reader may
+ * still hold it, and disp_allocator_get promises process lifetime.
+ * Re-registration is rare (once per backend plugin), so little is kept.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,7 +16,7 @@
 #include "error_internal.h"
 #include "host_cache.h"
 #include "objcache.h"
-#include "owner_internal.h"
+#include "published_internal.h"
 #include "tensor_internal.h"
 
 /* 64 bytes: a cache line and the widest SIMD load, as PyTorch's alloc_cpu. */
@@ -94,48 +92,15 @@ static const disp_allocator *builtin(disp_backend type) {
   return NULL;
 }
 
-typedef struct allocator_node {
-  disp_allocator a; /* first: a published pointer is also the node's */
-  struct allocator_node *next;
-} allocator_node;
+static const void *builtin_value(disp_backend type) { return builtin(type); }
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(const disp_allocator *) table[DISP_NUM_BACKENDS] = {
-    [DISP_BACKEND_CPU] = &builtin_cpu,
-    [DISP_BACKEND_META] = &builtin_meta,
+/* Note [Published per-type values]. */
+static disp__published allocators = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .table = {[DISP_BACKEND_CPU] = &builtin_cpu, [DISP_BACKEND_META] = &builtin_meta},
+    .size = sizeof(disp_allocator),
+    .builtin = builtin_value,
 };
-static allocator_node *retired; /* guarded by registry_lock */
-
-/* Retires a replaced node. Precondition: registry_lock held. */
-static void retire(const disp_allocator *old, disp_backend type) {
-  if (!old || old == builtin(type)) return;
-  allocator_node *o = (allocator_node *)(void *)old;
-  o->next = retired;
-  retired = o;
-}
-
-/* Note [Owners]: what a plugin's registration replaced, put back when the
- * plugin goes, unless someone replaced the plugin's allocator since. */
-typedef struct allocator_undo {
-  disp_backend type;
-  const disp_allocator *mine, *old;
-} allocator_undo;
-
-static void restore(void *ctx) {
-  allocator_undo *u = ctx;
-  pthread_mutex_lock(&registry_lock);
-  if (atomic_load_explicit(&table[u->type], memory_order_relaxed) == u->mine) {
-    for (allocator_node **p = &retired; *p; p = &(*p)->next)
-      if (&(*p)->a == u->old) { /* published again: off the retired list */
-        *p = (*p)->next;
-        break;
-      }
-    atomic_store_explicit(&table[u->type], u->old, memory_order_release);
-    retire(u->mine, u->type);
-  }
-  pthread_mutex_unlock(&registry_lock);
-  free(u);
-}
 
 disp_status disp_allocator_register(disp_backend type, const disp_allocator *a) {
   if (!disp__device_type_valid(type))
@@ -146,26 +111,7 @@ disp_status disp_allocator_register(disp_backend type, const disp_allocator *a) 
                       "disp_allocator_register: the allocator for %s needs both allocate and "
                       "deallocate",
                       disp_backend_name(type));
-  allocator_node *node = NULL;
-  if (a) {
-    node = malloc(sizeof *node);
-    if (!node) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering an allocator");
-    node->a = *a;
-    node->next = NULL;
-  }
-  const disp_allocator *fresh = node ? &node->a : builtin(type);
-  allocator_undo *undo = disp__owner_current() ? malloc(sizeof *undo) : NULL;
-  if ((disp__owner_current() && !undo) || (undo && disp__owner_defer(restore, undo, NULL) != DISP_OK)) {
-    free(undo);
-    free(node);
-    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering an allocator");
-  }
-  pthread_mutex_lock(&registry_lock);
-  const disp_allocator *old = atomic_exchange_explicit(&table[type], fresh, memory_order_acq_rel);
-  if (undo) *undo = (allocator_undo){type, fresh, old};
-  retire(old, type);
-  pthread_mutex_unlock(&registry_lock);
-  return DISP_OK;
+  return disp__published_set(&allocators, type, a, "an allocator");
 }
 
 const disp_allocator *disp_allocator_get(disp_backend type) {
@@ -173,7 +119,7 @@ const disp_allocator *disp_allocator_get(disp_backend type) {
     disp__fail(DISP_ERR_INVALID_ARG, "disp_allocator_get: invalid device type %d", (int)type);
     return NULL;
   }
-  return atomic_load_explicit(&table[type], memory_order_acquire);
+  return disp__published_get(&allocators, type);
 }
 
 disp_status disp__allocator_lookup(disp_backend type, disp_allocator *out) {

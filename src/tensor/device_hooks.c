@@ -3,10 +3,8 @@
  * hooks] in disp/backend.h): registry, device count, current device and its
  * guard, synchronize.
  *
- * Published like the allocators (allocator.c): an immutable heap node per
- * registration, swapped in with a release store under a mutex and read with
- * one acquire load; replaced nodes are kept on a retired list, never freed,
- * because a reader may still be calling through one.
+ * Published like the allocators (Note [Published per-type values] in
+ * published_internal.h).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,49 +13,15 @@
 #include "disp/backend.h"
 #include "argcheck_internal.h"
 #include "device_internal.h"
-#include "owner_internal.h"
+#include "published_internal.h"
 #include "tensor_internal.h"
 
-typedef struct hooks_node {
-  disp_device_hooks h; /* first: a published pointer is also the node's */
-  struct hooks_node *next;
-} hooks_node;
-
-static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(const disp_device_hooks *) hooks_table[DISP_NUM_BACKENDS];
-static hooks_node *retired; /* guarded by hooks_lock */
-
-/* Retires a replaced table. Precondition: hooks_lock held. */
-static void retire(const disp_device_hooks *old) {
-  if (!old) return;
-  hooks_node *o = (hooks_node *)(void *)old;
-  o->next = retired;
-  retired = o;
-}
-
-/* Note [Owners]: a plugin's hooks go when it is unloaded - what its
- * registration replaced comes back, unless someone replaced its hooks
- * since (then those stay). */
-typedef struct hooks_undo {
-  disp_backend type;
-  const disp_device_hooks *mine, *old;
-} hooks_undo;
-
-static void restore(void *ctx) {
-  hooks_undo *u = ctx;
-  pthread_mutex_lock(&hooks_lock);
-  if (atomic_load_explicit(&hooks_table[u->type], memory_order_relaxed) == u->mine) {
-    for (hooks_node **p = &retired; *p; p = &(*p)->next)
-      if (&(*p)->h == u->old) { /* published again: off the retired list */
-        *p = (*p)->next;
-        break;
-      }
-    atomic_store_explicit(&hooks_table[u->type], u->old, memory_order_release);
-    retire(u->mine);
-  }
-  pthread_mutex_unlock(&hooks_lock);
-  free(u);
-}
+/* Note [Published per-type values]; no built-in hooks (CPU and Meta have
+ * theirs in code). */
+static disp__published hooks = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .size = sizeof(disp_device_hooks),
+};
 
 static disp_status check_hooks(disp_backend type, const disp_device_hooks *h) {
   const char *missing = !h->device_count ? "device_count"
@@ -77,27 +41,7 @@ disp_status disp_device_hooks_register(disp_backend type, const disp_device_hook
                       disp_device_type_name(type));
   disp_status s = h ? check_hooks(type, h) : DISP_OK;
   if (s != DISP_OK) return s;
-  hooks_node *node = NULL;
-  if (h) {
-    node = malloc(sizeof *node);
-    if (!node) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering device hooks");
-    node->h = *h;
-    node->next = NULL;
-  }
-  /* Recorded before the change, so running out of memory changes nothing. */
-  hooks_undo *undo = disp__owner_current() ? malloc(sizeof *undo) : NULL;
-  if ((disp__owner_current() && !undo) || (undo && disp__owner_defer(restore, undo, NULL) != DISP_OK)) {
-    free(undo);
-    free(node);
-    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering device hooks");
-  }
-  const disp_device_hooks *fresh = node ? &node->h : NULL;
-  pthread_mutex_lock(&hooks_lock);
-  const disp_device_hooks *old = atomic_exchange_explicit(&hooks_table[type], fresh, memory_order_acq_rel);
-  if (undo) *undo = (hooks_undo){type, fresh, old};
-  retire(old);
-  pthread_mutex_unlock(&hooks_lock);
-  return DISP_OK;
+  return disp__published_set(&hooks, type, h, "device hooks");
 }
 
 const disp_device_hooks *disp_device_hooks_get(disp_backend type) {
@@ -105,7 +49,7 @@ const disp_device_hooks *disp_device_hooks_get(disp_backend type) {
     disp__fail(DISP_ERR_INVALID_ARG, "disp_device_hooks_get: invalid device type %d", (int)type);
     return NULL;
   }
-  return atomic_load_explicit(&hooks_table[type], memory_order_acquire);
+  return disp__published_get(&hooks, type);
 }
 
 disp_status disp__device_hooks_lookup(disp_backend type, const disp_device_hooks **out) {

@@ -1,0 +1,47 @@
+/*
+ * published_internal.h - one value per device type (an allocator, a table of
+ * device hooks) that readers load without a lock while registrations replace
+ * it: the shape allocator.c and device_hooks.c share.
+ *
+ * Note [Published per-type values]: each registration copies the value into
+ * an immutable heap node and swaps a pointer to it in with a release store
+ * under the mutex; readers take it with one acquire load. A replaced node is
+ * kept on a retired list, never freed, because a reader may still be
+ * calling through it. A registration made while a plugin loads records an
+ * undo on its owner (Note [Owners]): when the plugin goes, what it replaced
+ * comes back, unless someone replaced the plugin's value since.
+ */
+#ifndef DISP_TENSOR_PUBLISHED_INTERNAL_H
+#define DISP_TENSOR_PUBLISHED_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "disp/keyset.h"
+#include "disp/status.h"
+
+typedef struct disp__published_node disp__published_node;
+
+typedef struct disp__published {
+  pthread_mutex_t lock;
+  _Atomic(const void *) table[DISP_NUM_BACKENDS];
+  disp__published_node *retired;        /* guarded by lock */
+  size_t size;                          /* bytes of one value */
+  const void *(*builtin)(disp_backend); /* what NULL restores (may be NULL: nothing) */
+} disp__published;
+
+/*
+ * disp__published_set - publishes a copy of value (NULL: builtin(type), or
+ * none) for `type`. Errors: DISP_ERR_NO_MEMORY ("out of memory registering
+ * <what>"), nothing changed. Thread-safe.
+ */
+disp_status disp__published_set(disp__published *p, disp_backend type, const void *value, const char *what);
+
+/* disp__published_get - the value of `type` now (NULL: none); valid for the
+ * life of the process. Lock-free. `type` must be valid. */
+static inline const void *disp__published_get(disp__published *p, disp_backend type) {
+  return atomic_load_explicit(&p->table[type], memory_order_acquire);
+}
+
+#endif
