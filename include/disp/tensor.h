@@ -168,8 +168,8 @@ static inline int disp_device_equal(disp_device a, disp_device b) {
  * disp_device_type_name - PyTorch's lower-case device type name: "cpu",
  * "cuda", ..., "meta", "privateuseone" ("privateusetwo", "privateusethree"
  * for the backends PyTorch has no device type for) - or the name given to
- * disp_device_rename_privateuse1 for PrivateUse1. Static string valid for
- * the life of the process; "unknown" outside the enum. Thread-safe.
+ * PrivateUse1..3 by disp_device_rename_privateuse1 / _backend. Static string
+ * valid for the life of the process; "unknown" outside the enum. Thread-safe.
  */
 DISP_API const char *disp_device_type_name(disp_backend type);
 
@@ -186,6 +186,17 @@ DISP_API const char *disp_device_type_name(disp_backend type);
  * (already renamed to something else). Thread-safe.
  */
 DISP_API disp_status disp_device_rename_privateuse1(const char *name);
+
+/*
+ * disp_device_rename_backend - the same for PrivateUse1, PrivateUse2 or
+ * PrivateUse3, so a second and a third backend plugin loaded at the same
+ * time each have a device name ("secondreg:0" parses to PrivateUse2). A name
+ * another renamed backend holds is refused like an in-tree one. A rename
+ * made while a plugin loads belongs to it: unloading the plugin frees the
+ * name. Errors as disp_device_rename_privateuse1's, plus DISP_ERR_INVALID_ARG
+ * for another device type. Thread-safe.
+ */
+DISP_API disp_status disp_device_rename_backend(disp_backend type, const char *name);
 
 /*
  * disp_device_validate - checks an index: -1 or non-negative, and -1 or 0

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "argcheck_internal.h"
@@ -30,76 +31,102 @@ static const char *const type_names[DISP_NUM_BACKENDS] = {
     [DISP_BACKEND_PRIVATEUSE3] = "privateusethree",
 };
 
-#define PU1_NAME_MAX 31
+#define NAME_MAX_LEN 31
+#define NUM_CUSTOM 3 /* PrivateUse1..3 may be renamed */
 
-/* The PrivateUse1 name: written once under the mutex into pu1_buf, then
- * published by a release store; readers acquire-load the pointer, and the
- * buffer never changes after that, so they need no lock. */
-static pthread_mutex_t pu1_lock = PTHREAD_MUTEX_INITIALIZER;
-static char pu1_buf[PU1_NAME_MAX + 1];
-static _Atomic(const char *) pu1_name;
-static disp_owner *pu1_owner; /* the plugin that set it (Note [Owners]), or NULL */
+/* The names of PrivateUse1..3 (slot = type - PrivateUse1): each written once
+ * under the mutex into its buffer, then published by a release store;
+ * readers acquire-load the pointer, and a buffer never changes while
+ * published, so they need no lock. */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static char name_buf[NUM_CUSTOM][NAME_MAX_LEN + 1];
+static _Atomic(const char *) custom_name[NUM_CUSTOM];
+static disp_owner *name_owner[NUM_CUSTOM]; /* the plugin that set it (Note [Owners]), or NULL */
 
-/* The plugin that named PrivateUse1 is unloaded: the name is free again. */
-static void unname_pu1(void *ctx) {
-  (void)ctx;
-  pthread_mutex_lock(&pu1_lock);
-  atomic_store_explicit(&pu1_name, NULL, memory_order_release);
-  pu1_owner = NULL;
-  pthread_mutex_unlock(&pu1_lock);
+static int custom_slot(disp_backend type) {
+  int slot = (int)type - DISP_BACKEND_PRIVATEUSE1;
+  return slot >= 0 && slot < NUM_CUSTOM ? slot : -1;
 }
 
-static const char *pu1_current(void) {
-  return atomic_load_explicit(&pu1_name, memory_order_acquire);
+/* The plugin that named the backend is unloaded: the name is free again. */
+static void unname(void *ctx) {
+  int slot = (int)(intptr_t)ctx;
+  pthread_mutex_lock(&names_lock);
+  atomic_store_explicit(&custom_name[slot], NULL, memory_order_release);
+  name_owner[slot] = NULL;
+  pthread_mutex_unlock(&names_lock);
+}
+
+static const char *custom_current(int slot) {
+  return atomic_load_explicit(&custom_name[slot], memory_order_acquire);
 }
 
 const char *disp_device_type_name(disp_backend type) {
   if (!disp__device_type_valid(type)) return "unknown";
-  if (type == DISP_BACKEND_PRIVATEUSE1) {
-    const char *n = pu1_current();
-    if (n) return n;
+  int slot = custom_slot(type);
+  const char *n = slot >= 0 ? custom_current(slot) : NULL;
+  return n ? n : type_names[type];
+}
+
+/* What PyTorch calls the renaming, for messages. */
+static const char *rename_fn(int slot) {
+  static const char *const fns[NUM_CUSTOM] = {"rename_privateuse1_backend", "rename_privateuse2_backend",
+                                              "rename_privateuse3_backend"};
+  return fns[slot];
+}
+
+/* A device name a rename may take: [a-z][a-z_]*, no other type's. */
+static disp_status check_name(int slot, const char *name, size_t len) {
+  if (!name[0]) return disp__fail(DISP_ERR_INVALID_ARG, "%s: the name must not be empty", rename_fn(slot));
+  int ok = len <= NAME_MAX_LEN && name[0] >= 'a' && name[0] <= 'z';
+  for (size_t i = 0; ok && i < len; i++) ok = (name[i] >= 'a' && name[i] <= 'z') || name[i] == '_';
+  if (!ok)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "%s: invalid name '%s' (expected 1 to %d characters of a-z and _, starting with a letter)",
+                      rename_fn(slot), name, NAME_MAX_LEN);
+  for (int t = 0; t < DISP_NUM_BACKENDS; t++) {
+    int other = custom_slot((disp_backend)t);
+    const char *taken = other >= 0 && other != slot ? custom_current(other) : NULL;
+    if (t != DISP_BACKEND_PRIVATEUSE1 + slot && (!strcmp(name, type_names[t]) || (taken && !strcmp(name, taken))))
+      return disp__fail(DISP_ERR_INVALID_ARG, "%s: '%s' is already the name of device type %s", rename_fn(slot),
+                        name, disp_backend_name((disp_backend)t));
   }
-  return type_names[type];
+  return DISP_OK;
+}
+
+disp_status disp_device_rename_backend(disp_backend type, const char *name) {
+  DISP_REFUSE_NULL(name);
+  int slot = custom_slot(type);
+  if (slot < 0)
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "disp_device_rename_backend: only PrivateUse1, PrivateUse2 and PrivateUse3 can be renamed, "
+                      "not %s",
+                      disp__device_type_valid(type) ? disp_backend_name(type) : "an invalid device type");
+  size_t len = strlen(name);
+  disp_status s = check_name(slot, name, len);
+  if (s != DISP_OK) return s;
+  disp_owner *me = disp__owner_current();
+  pthread_mutex_lock(&names_lock);
+  const char *cur = atomic_load_explicit(&custom_name[slot], memory_order_relaxed);
+  if (cur && name_owner[slot] && name_owner[slot] != me) {
+    s = disp__fail(DISP_ERR_DUPLICATE, "%s: the device name '%s' is already taken by %s, which renamed %s",
+                   rename_fn(slot), cur, disp__owner_name(name_owner[slot]), disp_backend_name(type));
+  } else if (!cur && (s = disp__owner_defer(unname, (void *)(intptr_t)slot, NULL)) == DISP_OK) {
+    memcpy(name_buf[slot], name, len + 1);
+    atomic_store_explicit(&custom_name[slot], name_buf[slot], memory_order_release);
+    name_owner[slot] = me;
+  } else if (cur && strcmp(cur, name)) {
+    s = disp__fail(DISP_ERR_DUPLICATE,
+                   "torch.register_privateuse%d_backend() has already been set! Current backend: %s", slot + 1,
+                   cur);
+  }
+  pthread_mutex_unlock(&names_lock);
+  return s;
 }
 
 disp_status disp_device_rename_privateuse1(const char *name) {
   DISP_REFUSE_NULL(name);
-  if (!name[0])
-    return disp__fail(DISP_ERR_INVALID_ARG, "rename_privateuse1_backend: the name must not be empty");
-  size_t len = strlen(name);
-  int ok = len <= PU1_NAME_MAX && name[0] >= 'a' && name[0] <= 'z';
-  for (size_t i = 0; ok && i < len; i++)
-    ok = (name[i] >= 'a' && name[i] <= 'z') || name[i] == '_';
-  if (!ok)
-    return disp__fail(DISP_ERR_INVALID_ARG,
-                      "rename_privateuse1_backend: invalid name '%s' (expected 1 to %d characters "
-                      "of a-z and _, starting with a letter)",
-                      name, PU1_NAME_MAX);
-  for (int t = 0; t < DISP_NUM_BACKENDS; t++)
-    if (t != DISP_BACKEND_PRIVATEUSE1 && !strcmp(name, type_names[t]))
-      return disp__fail(DISP_ERR_INVALID_ARG,
-                        "rename_privateuse1_backend: '%s' is already the name of device type %s",
-                        name, disp_backend_name((disp_backend)t));
-  disp_status s = DISP_OK;
-  disp_owner *me = disp__owner_current();
-  pthread_mutex_lock(&pu1_lock);
-  const char *cur = atomic_load_explicit(&pu1_name, memory_order_relaxed);
-  if (cur && pu1_owner && pu1_owner != me) {
-    s = disp__fail(DISP_ERR_DUPLICATE,
-                   "rename_privateuse1_backend: the device name '%s' is already taken by %s, which "
-                   "renamed PrivateUse1",
-                   cur, disp__owner_name(pu1_owner));
-  } else if (!cur && (s = disp__owner_defer(unname_pu1, NULL, NULL)) == DISP_OK) {
-    memcpy(pu1_buf, name, len + 1);
-    atomic_store_explicit(&pu1_name, pu1_buf, memory_order_release);
-    pu1_owner = me;
-  } else if (cur && strcmp(cur, name)) {
-    s = disp__fail(DISP_ERR_DUPLICATE,
-                   "torch.register_privateuse1_backend() has already been set! Current backend: %s",
-                   cur);
-  }
-  pthread_mutex_unlock(&pu1_lock);
-  return s;
+  return disp_device_rename_backend(DISP_BACKEND_PRIVATEUSE1, name);
 }
 
 disp_status disp_device_validate(disp_device dev) {
@@ -158,15 +185,17 @@ disp_status disp_device_parse(const char *str, disp_device *out) {
   int type = -1;
   for (int t = 0; t < DISP_NUM_BACKENDS && type < 0; t++)
     if (strlen(type_names[t]) == name_len && !strncmp(str, type_names[t], name_len)) type = t;
-  const char *pu1 = pu1_current();
-  if (type < 0 && pu1 && strlen(pu1) == name_len && !strncmp(str, pu1, name_len))
-    type = DISP_BACKEND_PRIVATEUSE1;
+  for (int slot = 0; slot < NUM_CUSTOM && type < 0; slot++) {
+    const char *n = custom_current(slot);
+    if (n && strlen(n) == name_len && !strncmp(str, n, name_len)) type = DISP_BACKEND_PRIVATEUSE1 + slot;
+  }
   if (type < 0) {
     disp_strbuf b;
     disp__strbuf_init(&b);
     for (int t = 0; t < DISP_NUM_BACKENDS; t++)
       disp__strbuf_appendf(&b, "%s%s", t ? ", " : "", type_names[t]);
-    if (pu1) disp__strbuf_appendf(&b, ", %s", pu1);
+    for (int slot = 0; slot < NUM_CUSTOM; slot++)
+      if (custom_current(slot)) disp__strbuf_appendf(&b, ", %s", custom_current(slot));
     disp_status s = disp__fail(DISP_ERR_INVALID_ARG,
                                "Expected one of %s device type at start of device string: %.*s",
                                disp__strbuf_cstr(&b), (int)name_len, str);
