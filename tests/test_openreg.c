@@ -7,6 +7,8 @@
  * autocast policy; the CPU fallback for the rest.
  */
 #include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include <disp.h>
@@ -164,6 +166,47 @@ TEST(stub_loops) {
   return 0;
 }
 
+/* The dispatch trace of fn() (stderr while the trace is on), as a string
+ * the caller frees. */
+static char *trace_of(disp_status (*fn)(disp_tensor *, disp_tensor **), disp_tensor *x, disp_status *st) {
+  FILE *tmp = tmpfile();
+  int saved = dup(2);
+  if (!tmp || saved < 0) return NULL;
+  fflush(stderr);
+  dup2(fileno(tmp), 2);
+  disp_trace_set(1);
+  disp_tensor *r = NULL;
+  *st = fn(x, &r);
+  disp_trace_set(0);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  disp_tensor_release(r);
+  long n = ftell(tmp);
+  char *text = n >= 0 ? calloc(1, (size_t)n + 1) : NULL;
+  rewind(tmp);
+  if (text && fread(text, 1, (size_t)n, tmp) != (size_t)n) text[0] = '\0';
+  fclose(tmp);
+  return text;
+}
+
+/* The trace tells native kernels from the CPU fallback. */
+TEST(trace_shows_the_fallback) {
+  ASSERT_TRUE(!load());
+  disp_tensor *a = cpu_values(2, 2), *da = on(a, dev(0));
+  disp_status st;
+  char *fell = trace_of(disp_aten_exp, da, &st);
+  ASSERT_OK(st);
+  ASSERT_CONTAINS(fell, "[cpu_fallback] op=[aten::exp], key=[PrivateUse1]");
+  char *native = trace_of(disp_aten_relu, da, &st);
+  ASSERT_OK(st);
+  ASSERT_CONTAINS(native, "op=[aten::relu], key=[PrivateUse1]");
+  ASSERT_TRUE(strstr(native, "cpu_fallback") == NULL);
+  free(fell), free(native);
+  disp_tensor_release(da), disp_tensor_release(a);
+  return 0;
+}
+
 /* Unloaded, its kernels and name are gone and a call says so; loaded
  * again, it works as before (its static blocks ran again). */
 TEST(unload_and_reload) {
@@ -197,6 +240,7 @@ TEST_LIST = {
     TEST_ENTRY(autocast_policy),
     TEST_ENTRY(cpu_fallback_for_the_rest),
     TEST_ENTRY(stub_loops),
+    TEST_ENTRY(trace_shows_the_fallback),
     TEST_ENTRY(unload_and_reload),
     TEST_END};
 TEST_MAIN()

@@ -399,6 +399,14 @@ DISP_API void disp_trace_set(int on);
 DISP_API int disp_trace_get(void);
 /* Ends one nesting level of the trace (for kernels that trace by hand). */
 DISP_API void disp_trace_leave(void);
+/*
+ * disp_trace_note - while the trace is on, prints one line in its format at
+ * the current nesting level without opening a level: "<label> op=[ns::op],
+ * key=[Key]" (the CPU fallback prints "[cpu_fallback]", so the trace shows
+ * which operators ran natively on a backend and which on the CPU). Nothing
+ * when the trace is off or op is NULL. Thread-safe.
+ */
+DISP_API void disp_trace_note(const char *label, const disp_op *op, disp_keyset ks);
 
 /*
  * DISP_CALL(status, op, tensor_keys, (PARAM TYPES), args...) - a typed call:

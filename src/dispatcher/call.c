@@ -50,6 +50,12 @@ static void trace_enter(const char *label, const disp_op *op, disp_keyset ks) {
   disp__tls.trace_depth++;
 }
 
+void disp_trace_note(const char *label, const disp_op *op, disp_keyset ks) {
+  if (!disp__tracing() || !op) return;
+  trace_enter(label ? label : "", op, ks);
+  disp_trace_leave();
+}
+
 void disp_trace_set(int on) {
   disp__lock();
   __atomic_store_n(&disp__trace_on, on != 0, __ATOMIC_RELAXED);

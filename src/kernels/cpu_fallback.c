@@ -356,6 +356,7 @@ disp_status disp_cpu_fallback(const disp_op *op, disp_keyset ks, disp_stack *sta
   find_target(&c);
   if ((st = check_one_device(&c)) != DISP_OK || (st = check_views(&c, flags)) != DISP_OK) return st;
   if (flags & DISP_CPU_FALLBACK_WARN) disp__fb_warn_once(op, (disp_backend)disp_keyset_backend_index(ks));
+  disp_trace_note("[cpu_fallback]", op, ks);
   c.cpu = calloc(c.nargs ? c.nargs : 1, sizeof *c.cpu);
   if (!c.cpu) return disp__fail(DISP_ERR_NO_MEMORY, "disp_cpu_fallback: out of memory");
   st = run(&c);
