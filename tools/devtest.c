@@ -41,12 +41,18 @@ static double next_uniform(uint64_t *s) {
 
 disp_tensor *dt_rand(dt_ctx *c, const int64_t *sizes, int ndim, uint64_t seed) {
   disp_tensor *t = NULL;
-  if (!dt_ok(c, disp_tensor_empty(sizes, ndim, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &t),
+  int f64 = c->dtype == DISP_DTYPE_FLOAT64;
+  if (!dt_ok(c, disp_tensor_empty(sizes, ndim, f64 ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_FLOAT32,
+                                  disp_device_make(DISP_BACKEND_CPU, -1), &t),
              "dt_rand"))
     return NULL;
   uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
-  float *p = disp_tensor_data_ptr(t);
-  for (int64_t i = 0; i < disp_tensor_numel(t); i++) p[i] = (float)(2.0 * next_uniform(&s) - 1.0);
+  void *p = disp_tensor_data_ptr(t);
+  for (int64_t i = 0; i < disp_tensor_numel(t); i++) {
+    double v = 2.0 * next_uniform(&s) - 1.0;
+    if (f64) ((double *)p)[i] = v;
+    else ((float *)p)[i] = (float)v;
+  }
   return dt_keep(c, t);
 }
 

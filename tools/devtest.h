@@ -21,8 +21,9 @@
 
 typedef struct dt_ctx {
   disp_device dev;  /* the device under test */
+  disp_dtype dtype; /* the floating dtype of this instance (dt_rand makes it) */
   int shapes_only;  /* Meta: compare dtype and sizes, not values */
-  double rtol, atol; /* float32 tolerance of this device */
+  double rtol, atol; /* this device's tolerance for dtype */
   int failed;
   char msg[512];    /* the first failure */
   disp_tensor *owned[DT_MAX_OWNED];
@@ -34,9 +35,11 @@ typedef struct dt_ctx {
 enum { DT_SKIP = 2 };
 typedef int (*dt_fn)(dt_ctx *c);
 
-/* What a test needs of the device (per-device skips). */
+/* What a test needs of the device (per-device skips), and the dtypes it is
+ * instantiated for (PyTorch's @dtypes; none named: float32 and float64). */
 enum {
-  DT_VALUES = 1u << 0 /* reads values: not on Meta */
+  DT_VALUES = 1u << 0, /* reads values: not on Meta */
+  DT_F32_ONLY = 1u << 1 /* float32 only (the default dtype of a factory) */
 };
 
 typedef struct dt_test {
@@ -60,8 +63,8 @@ int dt_fail(dt_ctx *c, const char *fmt, ...) DISP_PRINTF(2, 3);
 int dt_ok(dt_ctx *c, disp_status st, const char *what);
 /* Takes t's reference into the test's list; returns t. */
 disp_tensor *dt_keep(dt_ctx *c, disp_tensor *t);
-/* A CPU float32 tensor of the sizes with values drawn from a fixed stream
- * (seed), in [-1, 1); NULL after a failure. */
+/* A CPU tensor of c->dtype and the sizes with values drawn from a fixed
+ * stream (seed), in [-1, 1); NULL after a failure. */
 disp_tensor *dt_rand(dt_ctx *c, const int64_t *sizes, int ndim, uint64_t seed);
 /* cpu on the device under test (aten::to.device, dispatched); NULL after a
  * failure. */

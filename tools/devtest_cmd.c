@@ -18,7 +18,7 @@
 static const char *const test_usage =
     "usage: disp test [--plugin X.so]... [--device DEVICE]... [--cases DIR] [--no-cases] [--verbose]\n\n"
     "Runs the device-generic tests (suites ops, autograd, optim: each computes on the device\n"
-    "and on the CPU and compares) on every device: cpu, meta (shapes only) and the device of\n"
+    "and on the CPU and compares, for float32 and float64) on every device: cpu, meta (shapes only) and the device of\n"
     "every loaded plugin - or only the --device ones. Then, for each plugin device, every\n"
     "reference case of DIR (default: $DISP_OPS_CASES, else the installed cases) through\n"
     "`disp check-ops --device`, one summary line per operator file. Prints a PASS/FAIL/SKIP\n"
@@ -44,13 +44,26 @@ static void add_plugin_devices(run *r) {
 
 static int is_plugin_device(disp_device d) { return d.type != DISP_BACKEND_CPU && d.type != DISP_BACKEND_META; }
 
-static int run_one(run *r, const dt_test *t, disp_device dev, char *cell, size_t len) {
+/* The dtypes a test is instantiated for (DT_F32_ONLY: one). */
+static const disp_dtype test_dtypes[] = {DISP_DTYPE_FLOAT32, DISP_DTYPE_FLOAT64};
+
+static int instances(const dt_test *t) { return t->needs & DT_F32_ONLY ? 1 : 2; }
+
+/* Per device and dtype, as PyTorch's precisionOverride: a plugin's device
+ * may compute differently (its own kernels), so it gets a looser bound. */
+static void tolerance(dt_ctx *c) {
+  int f64 = c->dtype == DISP_DTYPE_FLOAT64, plugin = is_plugin_device(c->dev);
+  c->rtol = f64 ? (plugin ? 1e-9 : 1e-12) : (plugin ? 1e-4 : 1e-5);
+  c->atol = f64 ? (plugin ? 1e-11 : 1e-14) : (plugin ? 1e-5 : 1e-6);
+}
+
+static int run_one(run *r, const dt_test *t, disp_dtype dtype, disp_device dev, char *cell, size_t len) {
   dt_ctx *c = calloc(1, sizeof *c);
   if (!c) return snprintf(cell, len, "FAIL"), 1;
   c->dev = dev;
+  c->dtype = dtype;
   c->shapes_only = dev.type == DISP_BACKEND_META;
-  c->rtol = is_plugin_device(dev) ? 1e-4 : 1e-5;
-  c->atol = is_plugin_device(dev) ? 1e-5 : 1e-6;
+  tolerance(c);
   int rc = c->shapes_only && (t->needs & DT_VALUES) ? DT_SKIP : t->fn(c);
   for (size_t i = c->nowned; i-- > 0;) disp_tensor_release(c->owned[i]);
   char name[64];
@@ -59,7 +72,7 @@ static int run_one(run *r, const dt_test *t, disp_device dev, char *cell, size_t
     snprintf(cell, len, "SKIP"), r->skipped++;
   } else if (c->failed) {
     snprintf(cell, len, "FAIL"), r->failed++;
-    printf("FAIL %s/%s on %s: %s\n", t->suite, t->name, name, c->msg);
+    printf("FAIL %s/%s %s on %s: %s\n", t->suite, t->name, disp_dtype_name(dtype), name, c->msg);
   } else {
     snprintf(cell, len, "PASS"), r->passed++;
   }
@@ -68,14 +81,21 @@ static int run_one(run *r, const dt_test *t, disp_device dev, char *cell, size_t
 }
 
 static void run_suite(run *r, const dt_test *tests, size_t n, char (*table)[MAX_DEVICES][8], size_t *row) {
-  for (size_t i = 0; i < n; i++, (*row)++)
-    for (int d = 0; d < r->ndev; d++) run_one(r, &tests[i], r->devs[d], table[*row][d], 8);
+  for (size_t i = 0; i < n; i++)
+    for (int k = 0; k < instances(&tests[i]); k++, (*row)++)
+      for (int d = 0; d < r->ndev; d++) run_one(r, &tests[i], test_dtypes[k], r->devs[d], table[*row][d], 8);
+}
+
+static size_t count_rows(const dt_test *tests, size_t n) {
+  size_t rows = 0;
+  for (size_t i = 0; i < n; i++) rows += (size_t)instances(&tests[i]);
+  return rows;
 }
 
 static void print_table(const run *r, char (*table)[MAX_DEVICES][8]) {
   const dt_test *suites[3] = {dt_ops_tests, dt_autograd_tests, dt_optim_tests};
   size_t counts[3] = {dt_ops_count, dt_autograd_count, dt_optim_count}, row = 0;
-  printf("\n%-46s", "test");
+  printf("\n%-54s", "test");
   for (int d = 0; d < r->ndev; d++) {
     char name[32];
     disp_device_format(r->devs[d], name, sizeof name);
@@ -83,13 +103,15 @@ static void print_table(const run *r, char (*table)[MAX_DEVICES][8]) {
   }
   printf("\n");
   for (int s = 0; s < 3; s++)
-    for (size_t i = 0; i < counts[s]; i++, row++) {
-      char label[64];
-      snprintf(label, sizeof label, "%s/%s", suites[s][i].suite, suites[s][i].name);
-      printf("%-46s", label);
-      for (int d = 0; d < r->ndev; d++) printf(" %-10s", table[row][d]);
-      printf("\n");
-    }
+    for (size_t i = 0; i < counts[s]; i++)
+      for (int k = 0; k < instances(&suites[s][i]); k++, row++) {
+        char label[80];
+        snprintf(label, sizeof label, "%s/%s %s", suites[s][i].suite, suites[s][i].name,
+                 disp_dtype_name(test_dtypes[k]));
+        printf("%-54s", label);
+        for (int d = 0; d < r->ndev; d++) printf(" %-10s", table[row][d]);
+        printf("\n");
+      }
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -176,7 +198,9 @@ int disp_tool_test(int argc, char **argv) {
     add_plugin_devices(&r);
   }
   if (!r.cases) r.cases = default_cases();
-  size_t rows = dt_ops_count + dt_autograd_count + dt_optim_count, row = 0;
+  size_t rows = count_rows(dt_ops_tests, dt_ops_count) + count_rows(dt_autograd_tests, dt_autograd_count) +
+                count_rows(dt_optim_tests, dt_optim_count),
+         row = 0;
   char (*table)[MAX_DEVICES][8] = calloc(rows, sizeof *table);
   if (!table) return fprintf(stderr, "disp test: out of memory\n"), 1;
   run_suite(&r, dt_ops_tests, dt_ops_count, table, &row);

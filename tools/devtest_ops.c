@@ -190,8 +190,8 @@ const dt_test dt_ops_tests[] = {
     {"ops", "cat", t_cat, 0},
     {"ops", "add_ through a view", t_inplace_through_view, 0},
     {"ops", "copy both ways", t_copy_roundtrip, 0},
-    {"ops", "zeros on the device", t_factory, 0},
+    {"ops", "zeros on the device", t_factory, DT_F32_ONLY},
     {"ops", "item", t_item, DT_VALUES},
-    {"ops", "rand and manual_seed", t_rand_seeded, DT_VALUES},
+    {"ops", "rand and manual_seed", t_rand_seeded, DT_VALUES | DT_F32_ONLY},
 };
 const size_t dt_ops_count = sizeof dt_ops_tests / sizeof dt_ops_tests[0];
