@@ -303,7 +303,9 @@ static disp_status push_return(const fb_call *c, size_t j, const disp_value *r, 
     disp_status st = to_target(c, r->u.tensor, &t);
     return st == DISP_OK ? disp_stack_push_tensor_steal(out, t) : st;
   }
-  disp_value list = {DISP_VALUE_NONE};
+  disp_value list;
+  memset(&list, 0, sizeof list);
+  list.tag = DISP_VALUE_NONE;
   disp_status st = map_list(c, r, to_target, &list);
   if (st == DISP_OK) return disp_stack_push_value_steal(out, &list);
   disp_value_clear(&list);
