@@ -268,13 +268,26 @@ disp_status disp__cpu__local_scalar_dense(disp_tensor *self, disp_scalar *out0) 
   return DISP_OK;
 }
 
+/* A device whose hooks can copy to the host: item() reads its element
+ * through them, never dereferencing device memory. */
+static int readable_through_hooks(const disp_tensor *t) {
+  if (host_device(t->device.type) || !t->storage) return 0;
+  const disp_device_hooks *h = disp_device_hooks_get(t->device.type);
+  return h && h->copy_d2h;
+}
+
 disp_status disp__cia_item(disp_tensor *self, disp_scalar *out0) {
   if (self->numel != 1)
     return disp_set_error(DISP_ERR_INVALID_ARG, "a Tensor with %lld elements cannot be converted to Scalar",
                           (long long)self->numel);
-  /* as 1.13: the element is read by the backend's _local_scalar_dense (a
-   * device kernel, or the CPU fallback's copy), never on the host here */
-  return disp_aten__local_scalar_dense(self, out0);
+  /* Without a copy hook the backend's own _local_scalar_dense decides. */
+  if (!readable_through_hooks(self)) return disp_aten__local_scalar_dense(self, out0);
+  disp_tensor *h;
+  disp_status st = disp__tensor_host_view("item", self, &h);
+  if (st != DISP_OK) return st;
+  st = disp__cpu__local_scalar_dense(h, out0);
+  disp_tensor_release(h);
+  return st;
 }
 
 /* ---- resize_, set_ ----------------------------------------------------------- */
