@@ -40,6 +40,14 @@ int or_is_device_ptr(const void *ptr);
 size_t or_live_bytes(int dev);
 
 /*
+ * or_wrap_cpu - inside or_enter: a CPU tensor over nbytes of device memory
+ * at data (not owned: nothing is freed with it), with the given geometry.
+ * New reference.
+ */
+disp_status or_wrap_cpu(void *data, size_t nbytes, int64_t offset, const int64_t *sizes, const int64_t *strides,
+                        int ndim, disp_dtype dt, disp_tensor **out);
+
+/*
  * or_view_as_cpu - inside or_enter: a CPU tensor over the memory of device
  * tensor t (same sizes, strides, offset, dtype). New reference. A CPU
  * tensor is returned retained as it is.

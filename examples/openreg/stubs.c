@@ -16,12 +16,7 @@ static disp_status block_as_cpu(const disp_stub_iter *it, int k, disp_tensor **o
   int64_t strides[2] = {it->stride[k][1] / item, it->stride[k][0] / item};
   int64_t span = item;
   for (int d = 0; d < 2; d++) span += sizes[d] > 0 ? (sizes[d] - 1) * strides[d] * item : 0;
-  disp_storage *st = NULL;
-  disp_status s = disp_storage_new_with_data(it->data[k], (size_t)span, disp_device_make(DISP_BACKEND_CPU, -1), NULL,
-                                             NULL, &st);
-  if (s == DISP_OK) s = disp_tensor_new_with_storage(st, 0, sizes, strides, 2, it->dtype, disp_keyset_empty(), out);
-  disp_storage_release(st);
-  return s;
+  return or_wrap_cpu(it->data[k], (size_t)span, 0, sizes, strides, 2, it->dtype, out);
 }
 
 static disp_status unary_loop(const disp_stub_iter *it) {

@@ -4,20 +4,24 @@
  */
 #include "openreg.h"
 
+disp_status or_wrap_cpu(void *data, size_t nbytes, int64_t offset, const int64_t *sizes, const int64_t *strides,
+                        int ndim, disp_dtype dt, disp_tensor **out) {
+  disp_storage *st = NULL;
+  /* the CPU storage borrows the device block: released with nothing to free */
+  disp_status s = disp_storage_new_with_data(data, nbytes, disp_device_make(DISP_BACKEND_CPU, -1), NULL, NULL, &st);
+  if (s == DISP_OK) s = disp_tensor_new_with_storage(st, offset, sizes, strides, ndim, dt, disp_keyset_empty(), out);
+  disp_storage_release(st);
+  return s;
+}
+
 disp_status or_view_as_cpu(disp_tensor *t, disp_tensor **out) {
   if (disp_tensor_device(t).type != DISP_BACKEND_PRIVATEUSE1) {
     *out = disp_tensor_retain(t);
     return DISP_OK;
   }
-  disp_storage *dev = disp_tensor_storage(t), *st = NULL;
-  /* the CPU storage borrows the device block: released with nothing to free */
-  disp_status s = disp_storage_new_with_data(disp_storage_data(dev), disp_storage_nbytes(dev),
-                                             disp_device_make(DISP_BACKEND_CPU, -1), NULL, NULL, &st);
-  if (s != DISP_OK) return s;
-  s = disp_tensor_new_with_storage(st, disp_tensor_storage_offset(t), disp_tensor_sizes(t), disp_tensor_strides(t),
-                                   disp_tensor_ndim(t), disp_tensor_dtype(t), (disp_keyset){0}, out);
-  disp_storage_release(st);
-  return s;
+  disp_storage *dev = disp_tensor_storage(t);
+  return or_wrap_cpu(disp_storage_data(dev), disp_storage_nbytes(dev), disp_tensor_storage_offset(t),
+                     disp_tensor_sizes(t), disp_tensor_strides(t), disp_tensor_ndim(t), disp_tensor_dtype(t), out);
 }
 
 /* Whether c's elements tile its extent exactly (no gaps, no overlap): then
