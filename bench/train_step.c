@@ -42,6 +42,7 @@
 #include <disp/optim.h>
 
 #include "harness.h"
+#include "models.h"
 
 typedef struct step_case {
   int cnn;                   /* 0: MLP in-hidden-out; 1: the CNN */
@@ -66,8 +67,7 @@ static const bench_spec specs[NCASES] = {
 
 /* One case's model, batch and optimizer, made on first use. */
 typedef struct step_state {
-  disp_tensor *params[MAXP];
-  size_t nparams;
+  models_net net; /* examples/models.h's MLP (two layers) or CNN, on our parameters */
   disp_tensor *x, *y;
   disp_optimizer *opt;
 } step_state;
@@ -92,12 +92,13 @@ static disp_tensor *uniform(const int64_t *sizes, int ndim, float scale) {
   return t;
 }
 
-/* A weight [rows, ...] and bias [rows] with torch.nn's bound 1/sqrt(fan_in). */
-static int add_layer(step_state *s, const int64_t *wsizes, int ndim, int64_t fan_in) {
+/* A weight [rows, ...] and bias [rows] with torch.nn's bound 1/sqrt(fan_in),
+ * appended to p[*n]. */
+static int add_layer(disp_tensor **p, size_t *n, const int64_t *wsizes, int ndim, int64_t fan_in) {
   float bound = 1.0f / sqrtf((float)fan_in);
   disp_tensor *w = uniform(wsizes, ndim, bound), *b = uniform(wsizes, 1, bound);
-  s->params[s->nparams++] = w;
-  s->params[s->nparams++] = b;
+  p[(*n)++] = w;
+  p[(*n)++] = b;
   return w && b && disp_tensor_set_requires_grad(w, 1) == DISP_OK && disp_tensor_set_requires_grad(b, 1) == DISP_OK
              ? 0
              : -1;
@@ -106,16 +107,23 @@ static int add_layer(step_state *s, const int64_t *wsizes, int ndim, int64_t fan
 static int make_state(int k) {
   const step_case *c = &cases[k];
   step_state *s = &states[k];
+  disp_tensor *p[MAXP] = {0};
+  size_t np = 0;
   int rc = 0;
   if (c->cnn) {
-    const int64_t w1[4] = {32, 1, 3, 3}, w2[4] = {64, 32, 3, 3}, f1[2] = {128, 64 * 7 * 7}, f2[2] = {10, 128};
+    const int64_t w1[4] = {32, 1, 3, 3}, w2[4] = {64, 32, 3, 3}, f1[2] = {128, MODELS_CNN_FLAT}, f2[2] = {10, 128};
     const int64_t xs[4] = {c->batch, 1, 28, 28};
-    rc |= add_layer(s, w1, 4, 9) | add_layer(s, w2, 4, 32 * 9) | add_layer(s, f1, 2, f1[1]) | add_layer(s, f2, 2, 128);
+    rc |= add_layer(p, &np, w1, 4, 9) | add_layer(p, &np, w2, 4, 32 * 9) | add_layer(p, &np, f1, 2, f1[1]) |
+          add_layer(p, &np, f2, 2, 128);
     s->x = uniform(xs, 4, 1.0f);
   } else {
     const int64_t w1[2] = {c->hidden, c->in}, w2[2] = {c->out, c->hidden}, xs[2] = {c->batch, c->in};
-    rc |= add_layer(s, w1, 2, c->in) | add_layer(s, w2, 2, c->hidden);
+    rc |= add_layer(p, &np, w1, 2, c->in) | add_layer(p, &np, w2, 2, c->hidden);
     s->x = uniform(xs, 2, 1.0f);
+  }
+  if (models_adopt(&s->net, c->cnn ? MODELS_CNN : MODELS_MLP, p, np) != DISP_OK) {
+    for (size_t i = 0; i < np; i++) disp_tensor_release(p[i]);
+    return -1;
   }
   int64_t n = c->batch;
   if (disp_tensor_empty(&n, 1, DISP_DTYPE_INT64, disp_device_make(DISP_BACKEND_CPU, -1), &s->y) != DISP_OK) return -1;
@@ -123,55 +131,22 @@ static int make_state(int k) {
   for (int64_t i = 0; i < n; i++) lab[i] = (int64_t)((uniform1() + 1.0f) * 0.5f * (float)c->out) % c->out;
   disp_adam_options o = disp_adam_options_default();
   o.lr = 1e-3;
-  if (rc || !s->x || disp_optim_adam_new(s->params, s->nparams, &o, &s->opt) != DISP_OK) return -1;
+  if (rc || !s->x || disp_optim_adam_new(s->net.params, s->net.nparams, &o, &s->opt) != DISP_OK) return -1;
   return 0;
 }
 
 static void free_state(step_state *s) {
-  for (size_t i = 0; i < s->nparams; i++) disp_tensor_release(s->params[i]);
+  models_free(&s->net);
   disp_tensor_release(s->x), disp_tensor_release(s->y);
   disp_optim_free(s->opt);
   memset(s, 0, sizeof *s);
-}
-
-static const int64_t one2[2] = {1, 1}, two2[2] = {2, 2}, zero2[2] = {0, 0};
-
-/* conv3x3 (padding 1) -> relu -> max_pool2d(2); takes its input reference. */
-static disp_status conv_block(disp_tensor *x, disp_tensor *w, disp_tensor *b, disp_tensor **out) {
-  disp_int_list ones = {one2, 2}, twos = {two2, 2}, zeros = {zero2, 2};
-  disp_tensor *c = NULL, *r = NULL;
-  disp_status st = disp_aten_conv2d(x, w, b, ones, ones, ones, 1, &c);
-  if (st == DISP_OK) st = disp_aten_relu(c, &r);
-  if (st == DISP_OK) st = disp_aten_max_pool2d(r, twos, twos, zeros, ones, false, out);
-  disp_tensor_release(x), disp_tensor_release(c), disp_tensor_release(r);
-  return st;
-}
-
-/* linear -> relu -> linear on the last four parameters; takes x's reference. */
-static disp_status mlp_head(disp_tensor *x, disp_tensor *const *p, disp_tensor **logits) {
-  disp_tensor *h = NULL, *r = NULL;
-  disp_status st = disp_aten_linear(x, p[0], p[1], &h);
-  if (st == DISP_OK) st = disp_aten_relu(h, &r);
-  if (st == DISP_OK) st = disp_aten_linear(r, p[2], p[3], logits);
-  disp_tensor_release(x), disp_tensor_release(h), disp_tensor_release(r);
-  return st;
-}
-
-static disp_status forward(const step_case *c, step_state *s, disp_tensor **logits) {
-  if (!c->cnn) return mlp_head(disp_tensor_retain(s->x), s->params, logits);
-  disp_tensor *h1 = NULL, *h2 = NULL, *flat = NULL;
-  disp_status st = conv_block(disp_tensor_retain(s->x), s->params[0], s->params[1], &h1);
-  if (st == DISP_OK) st = conv_block(h1, s->params[2], s->params[3], &h2);
-  if (st == DISP_OK) st = disp_aten_flatten_using_ints(h2, 1, -1, &flat);
-  disp_tensor_release(h2);
-  return st == DISP_OK ? mlp_head(flat, s->params + 4, logits) : st;
 }
 
 /* forward, cross-entropy, backward, Adam step, zero_grad. */
 static disp_status train_step(int k) {
   step_state *s = &states[k];
   disp_tensor *logits = NULL, *loss = NULL;
-  disp_status st = forward(&cases[k], s, &logits);
+  disp_status st = models_forward(&s->net, s->x, &logits);
   if (st == DISP_OK) st = disp_aten_cross_entropy_loss(logits, s->y, NULL, 1, -100, 0.0, &loss);
   if (st == DISP_OK) st = disp_autograd_backward(&loss, 1, NULL, 0, 0);
   if (st == DISP_OK) st = disp_optim_step(s->opt);
