@@ -41,7 +41,7 @@ typedef struct disp__cpu_kernel_table {
   disp__k_un_f32 exp_f32, log_f32, tanh_f32, sigmoid_f32;
   /* (log_)softmax of `rows` contiguous rows of `len` (1.13's lastdim
    * kernels: max, exps, float sum, then a multiply by 1/sum, or x - max -
-   * log(sum)). */
+   * log(sum)). o must not overlap in (it holds the exps meanwhile). */
   void (*softmax_lastdim_f32)(float *o, const float *in, int64_t rows, int64_t len, int is_log);
   /* (log_)softmax along a non-last dim of one (len, inner) slab, for the
    * columns [c0, c1) of it (1.13's _vec_softmax / _vec_logsoftmax). */
