@@ -439,6 +439,12 @@ disp_status disp__gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, disp__
  * type cannot hold: nan or 1e300 for an integer product, 1e300 for float. */
 static disp_status scalar_to_opmath(disp_scalar s, disp_dtype dt, char buf[8]) {
   if (dt == DISP_DTYPE_FLOAT16 || dt == DISP_DTYPE_BFLOAT16) dt = DISP_DTYPE_FLOAT32;
+  /* an integer or a bool fits any floating type, and only the integer
+   * products read the converted element: linear's alpha and beta of 1 need
+   * no conversion (the check itself cost ~100 instructions each) */
+  if ((dt == DISP_DTYPE_FLOAT32 || dt == DISP_DTYPE_FLOAT64) &&
+      (s.kind == DISP_SCALAR_INT || s.kind == DISP_SCALAR_BOOL))
+    return DISP_OK;
   return disp__ew_scalar_to_elem(s, dt, buf);
 }
 
