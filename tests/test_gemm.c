@@ -179,7 +179,7 @@ static int check_small(const disp__cpu_kernel_table *t, int64_t m, int64_t n, in
     for (int64_t j = 0; j < ldc; j++) {
       int64_t o = i * ldc + j;
       long double s = 0;
-      for (int64_t p = 0; p < k; p++) s += (long double)a[i * lda + p] * bt[j * ldb + p];
+      for (int64_t p = 0; p < k && j < n; p++) s += (long double)a[i * lda + p] * bt[j * ldb + p];
       double want = (double)(alpha * s + (beta == 0.0f ? 0.0L : (long double)beta * c0[o]));
       int ok = j >= n ? bits_eq(c[o], 7.0f) : fabs(c[o] - want) <= tol * (1 + fabs(want)) &&
                                                   fabs(cp[o] - want) <= tol * (1 + fabs(want));
