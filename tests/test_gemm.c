@@ -12,6 +12,7 @@
 
 #include <disp/cpu.h>
 
+#include "cpu/kernels.h"
 #include "gemm.h"
 #include "test.h"
 
@@ -33,6 +34,8 @@ static void ref_gemm(int64_t m, int64_t n, int64_t k, double alpha, const double
       *cp = (double)(alpha * s + (beta == 0 ? 0.0 : beta * *cp));
     }
 }
+
+static int bits_eq(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 static double *filled(size_t n) {
   double *p = malloc(sizeof(double) * (n ? n : 1));
@@ -148,6 +151,101 @@ TEST(f32_random_and_large) {
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (int t = 0; t < 2; t++)
       if (check_f32(sizes[s][0], sizes[s][1], sizes[s][2], t)) return 1;
+  return 0;
+}
+
+/* Note [Small products] (gemm.c): a table's gemm_nt_f32 against a long
+ * double reference and the portable product, C = alpha * A @ Bt^T + beta *
+ * C, with padded leading dimensions whose padding must stay untouched and
+ * beta 0 over a C of NaN. */
+static int check_small(const disp__cpu_kernel_table *t, int64_t m, int64_t n, int64_t k, float alpha,
+                       float beta) {
+  const int64_t lda = k + 3, ldb = k + 1, ldc = n + 2;
+  float *a = malloc(sizeof(float) * (size_t)(m * lda)), *bt = malloc(sizeof(float) * (size_t)(n * ldb));
+  float *c = malloc(sizeof(float) * (size_t)(m * ldc)), *cp = malloc(sizeof(float) * (size_t)(m * ldc));
+  float *c0 = malloc(sizeof(float) * (size_t)(m * ldc));
+  for (int64_t i = 0; i < m * lda; i++) a[i] = (float)(rnd8() * 0.37);
+  for (int64_t i = 0; i < n * ldb; i++) bt[i] = (float)(rnd8() * 0.91);
+  for (int64_t i = 0; i < m * ldc; i++) c0[i] = i % ldc >= n ? 7.0f : beta == 0.0f ? NAN : (float)rnd8();
+  memcpy(c, c0, sizeof(float) * (size_t)(m * ldc));
+  memcpy(cp, c0, sizeof(float) * (size_t)(m * ldc));
+  t->gemm_nt_f32(m, n, k, alpha, a, lda, bt, ldb, beta, c, ldc);
+  disp__mat A = {a, lda, 1}, B = {bt, 1, ldb}, Cp = {cp, ldc, 1};
+  int old = disp__gemm_force_portable(1);
+  ASSERT_OK(disp__gemm_f32(m, n, k, alpha, A, B, beta, Cp));
+  disp__gemm_force_portable(old);
+  double tol = 1e-5 * sqrt((double)k) * 3.0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < ldc; j++) {
+      int64_t o = i * ldc + j;
+      long double s = 0;
+      for (int64_t p = 0; p < k && j < n; p++) s += (long double)a[i * lda + p] * bt[j * ldb + p];
+      double want = (double)(alpha * s + (beta == 0.0f ? 0.0L : (long double)beta * c0[o]));
+      int ok = j >= n ? bits_eq(c[o], 7.0f) : fabs(c[o] - want) <= tol * (1 + fabs(want)) &&
+                                                  fabs(cp[o] - want) <= tol * (1 + fabs(want));
+      if (!ok)
+        TEST_FAIL_("small %lldx%lldx%lld alpha %g beta %g at (%lld,%lld): %.9g, portable %.9g, ref %.9g",
+                   (long long)m, (long long)n, (long long)k, alpha, beta, (long long)i, (long long)j, c[o], cp[o],
+                   want);
+    }
+  free(a), free(bt), free(c), free(cp), free(c0);
+  return 0;
+}
+
+TEST(small_products_match_the_reference_on_every_capability) {
+  static const int64_t ms[] = {1, 2, 3, 7, 8, 9, 16}, ns[] = {1, 3, 4, 7, 8, 9, 10, 16, 17, 31, 33};
+  static const int64_t ks[] = {1, 2, 7, 8, 9, 16, 17, 31, 33, 64, 100};
+  static const float alphas[] = {1.0f, -0.75f}, betas[] = {0.0f, 1.0f, 0.5f};
+  int tested = 0;
+  for (int cap = 0; cap <= (int)disp__cpu_capability_supported(); cap++) {
+    const disp__cpu_kernel_table *t = disp__cpu_kernels_for((disp__cpu_cap)cap);
+    if (!t || !t->gemm_nt_f32) continue;
+    tested++;
+    for (size_t x = 0; x < sizeof ms / sizeof *ms; x++)
+      for (size_t y = 0; y < sizeof ns / sizeof *ns; y++)
+        for (size_t z = 0; z < sizeof ks / sizeof *ks; z++)
+          for (int al = 0; al < 2; al++)
+            for (int be = 0; be < 3; be++)
+              if (check_small(t, ms[x], ns[y], ks[z], alphas[al], betas[be])) return 1;
+  }
+  /* the baseline has none (no FMA); x86-64 with AVX2 has one */
+  ASSERT_TRUE(disp__cpu_kernels_for(DISP_CPU_DEFAULT)->gemm_nt_f32 == NULL);
+  if (disp__cpu_capability_supported() > DISP_CPU_DEFAULT) ASSERT_TRUE(tested > 0);
+  return 0;
+}
+
+/* disp__gemm_f32 hands a small product in linear's layout to the table in
+ * use, whatever the thread count, and a larger one or another layout to
+ * BLAS (or the portable kernel when forced). */
+TEST(small_products_take_the_small_kernel_only) {
+  const disp__cpu_kernel_table *t = disp__cpu_kernels();
+  if (!t->gemm_nt_f32) return 0; /* nothing to route to on this capability */
+  enum { M = 8, N = 32, K = 40 }; /* 10240 multiply-adds, 256 outputs: small */
+  float a[M * K], bt[N * K], want[M * N], got[M * N];
+  for (int i = 0; i < M * K; i++) a[i] = (float)(rnd8() * 0.37);
+  for (int i = 0; i < N * K; i++) bt[i] = (float)(rnd8() * 0.91);
+  t->gemm_nt_f32(M, N, K, 1.0f, a, K, bt, K, 0.0f, want, N);
+  disp__mat A = {a, K, 1}, B = {bt, 1, K}, C = {got, N, 1};
+  int threads = disp_get_num_threads();
+  for (int th = 1; th <= 3; th++) {
+    ASSERT_OK(disp_set_num_threads(th));
+    ASSERT_OK(disp__gemm_f32(M, N, K, 1.0f, A, B, 0.0f, C));
+    ASSERT_TRUE(memcmp(got, want, sizeof got) == 0);
+  }
+  ASSERT_OK(disp_set_num_threads(threads));
+  /* B row-major (another layout) and a product one output too large: not the
+   * small kernel, whose k = 40 sums associate differently */
+  float b[K * N], big_want[M * (N + 1)], big[M * (N + 1)], bt1[(N + 1) * K];
+  for (int p = 0; p < K; p++)
+    for (int j = 0; j < N; j++) b[p * N + j] = bt[j * K + p];
+  disp__mat Br = {b, N, 1};
+  ASSERT_OK(disp__gemm_f32(M, N, K, 1.0f, A, Br, 0.0f, C));
+  ASSERT_TRUE(memcmp(got, want, sizeof got) != 0);
+  for (int i = 0; i < (N + 1) * K; i++) bt1[i] = i < N * K ? bt[i] : (float)rnd8();
+  t->gemm_nt_f32(M, N + 1, K, 1.0f, a, K, bt1, K, 0.0f, big_want, N + 1);
+  disp__mat B1 = {bt1, 1, K}, C1 = {big, N + 1, 1};
+  ASSERT_OK(disp__gemm_f32(M, N + 1, K, 1.0f, A, B1, 0.0f, C1));
+  ASSERT_TRUE(memcmp(big, big_want, sizeof big) != 0);
   return 0;
 }
 
@@ -341,6 +439,8 @@ TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts), TEST_ENTRY(alpha_beta_the_type_c
              TEST_ENTRY(bfloat16_accumulates_in_float),
              TEST_ENTRY(mm_operator_paths_agree),
              TEST_ENTRY(split_product_equals_unsplit),
+             TEST_ENTRY(small_products_match_the_reference_on_every_capability),
+             TEST_ENTRY(small_products_take_the_small_kernel_only),
              TEST_ENTRY(split_blocks_are_balanced),
              TEST_ENTRY(mm_errors_in_pytorch_words),
              TEST_END};

@@ -51,14 +51,35 @@ TEST(reuses_a_freed_block_of_the_same_class) {
   disp_tensor_release(a);
   ASSERT_EQ_INT(cached_blocks(), 1);
   ASSERT_TRUE(cached_bytes() >= MB);
-  /* a few bytes more: the same 4 KiB class */
+  /* a few bytes more: the same 4 KiB class, so the same block, whose data
+   * starts less than a page from where it did (Note [Large block
+   * colouring] in allocator.c: the offset changes with each allocation) */
   disp_tensor *b = floats(MB / 4 + 3);
   ASSERT_TRUE(b);
-  ASSERT_TRUE(disp_tensor_data_ptr(b) == pa);
+  intptr_t moved = (intptr_t)disp_tensor_data_ptr(b) - (intptr_t)pa;
+  ASSERT_TRUE(moved > -4096 && moved < 4096);
   ASSERT_EQ_INT(cached_blocks(), 0);
   /* the block is usable to its end */
   memset(disp_tensor_data_ptr(b), 0x7f, (size_t)(MB / 4 + 3) * 4);
   disp_tensor_release(b);
+  disp__host_cache_set_limit(old);
+  return 0;
+}
+
+/* Large tensors made one after the other start at different offsets in
+ * their pages, a multiple of 64 bytes, so the operands of an op do not walk
+ * the same cache sets together. */
+TEST(large_blocks_start_at_staggered_page_offsets) {
+  size_t old = fresh_cache(64);
+  disp_tensor *t[3];
+  uintptr_t off[3];
+  for (int i = 0; i < 3; i++) {
+    ASSERT_TRUE((t[i] = floats(MB / 4)));
+    off[i] = (uintptr_t)disp_tensor_data_ptr(t[i]) % 4096;
+    ASSERT_EQ_INT(off[i] % 64, 0);
+  }
+  ASSERT_TRUE(off[0] != off[1] && off[1] != off[2] && off[0] != off[2]);
+  for (int i = 0; i < 3; i++) disp_tensor_release(t[i]);
   disp__host_cache_set_limit(old);
   return 0;
 }
@@ -187,6 +208,9 @@ TEST(threads_share_it_safely) {
 }
 
 TEST_LIST = {
+    /* first: before any large free raises glibc's mmap threshold, so that
+     * without the colouring the three blocks would share an offset */
+    TEST_ENTRY(large_blocks_start_at_staggered_page_offsets),
     TEST_ENTRY(reuses_a_freed_block_of_the_same_class),
     TEST_ENTRY(other_classes_and_small_blocks_are_not_reused),
     TEST_ENTRY(keeps_within_the_byte_and_block_bounds),

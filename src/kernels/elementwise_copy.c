@@ -69,11 +69,16 @@ STORE_FNS(b, uint8_t, (uint8_t)(x != 0), (uint8_t)(x != 0), (uint8_t)(x != 0))
 
 /* ---- one inner loop per pair ------------------------------------------ */
 
-typedef void (*row_fn)(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n);
+/* Each is an inner loop of disp__titer_loop_raw itself (operand 0 dst,
+ * operand 1 src), so a copy's rows cost one call each. */
+typedef disp_titer_loop row_fn;
 
-#define ROW_FN(S, D)                                                                 \
-  static void row_##S##_##D(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n) { \
-    for (int64_t i = 0; i < n; i++, dst += ds, src += ss) ST(D, dst, ld_##S(src));  \
+#define ROW_FN(S, D)                                                                           \
+  static void row_##S##_##D(char **d_, const int64_t *s_, int64_t n, const void *ctx) {        \
+    (void)ctx;                                                                                 \
+    char *dst = d_[0];                                                                         \
+    const char *src = d_[1];                                                                   \
+    for (int64_t i = 0; i < n; i++, dst += s_[0], src += s_[1]) ST(D, dst, ld_##S(src));      \
   }
 
 /* The dtypes in disp_dtype order (quint8 copies as uint8). */
@@ -96,8 +101,11 @@ static int row_index(disp_dtype dt) { return dt == DISP_DTYPE_QUINT8 ? (int)DISP
  * (fixed-size memcpy compiles to one move and keeps UBSan's alignment
  * checks quiet). */
 #define SAME_ROW(NAME, T)                                                                     \
-  static void NAME(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n) {          \
-    const int64_t z = (int64_t)sizeof(T);                                                    \
+  static void NAME(char **d_, const int64_t *s_, int64_t n, const void *ctx) {               \
+    (void)ctx;                                                                               \
+    char *dst = d_[0];                                                                       \
+    const char *src = d_[1];                                                                 \
+    const int64_t z = (int64_t)sizeof(T), ds = s_[0], ss = s_[1];                            \
     if (ds == z && ss == z) {                                                                \
       memcpy(dst, src, (size_t)(n * z));                                                     \
     } else if (ss == 0) {                                                                    \
@@ -126,18 +134,10 @@ static row_fn row_for(disp_dtype ddt, disp_dtype sdt) {
   return rows[row_index(sdt)][row_index(ddt)];
 }
 
-/* The copy as an inner loop of disp__titer_loop_raw (operand 0 dst). */
-typedef struct copy_ctx { row_fn row; } copy_ctx;
-
-static void copy_loop(char **data, const int64_t *strides, int64_t n, const void *ctx) {
-  ((const copy_ctx *)ctx)->row(data[0], strides[0], data[1], strides[1], n);
-}
-
 void disp__ew_copy_bytes(void *dst, disp_dtype ddt, const void *src, disp_dtype sdt, const int64_t *strides,
                          const int64_t *sizes, int ndim) {
-  copy_ctx c = {row_for(ddt, sdt)};
   char *data[2] = {dst, (char *)(uintptr_t)src};
-  disp__titer_loop_raw(2, data, strides, sizes, ndim, copy_loop, &c);
+  disp__titer_loop_raw(2, data, strides, sizes, ndim, row_for(ddt, sdt), NULL);
 }
 
 void disp__ew_copy_strided(void *dst, const int64_t *dst_strides, disp_dtype ddt, const void *src,
@@ -208,13 +208,17 @@ disp_status disp__ew_scalar_to_elem(disp_scalar s, disp_dtype dt, void *buf) {
   if (scalar_overflows(s, dt))
     return disp_set_error(DISP_ERR_INVALID_ARG, "value cannot be converted to type %s without overflow",
                           ctype_name(dt));
-  int64_t one = 1;
-  if (s.kind == DISP_SCALAR_DOUBLE) {
-    disp__ew_copy_strided(buf, &one, dt, &s.v.d, &one, DISP_DTYPE_FLOAT64, &one, 0);
-  } else {
-    int64_t i = s.kind == DISP_SCALAR_BOOL ? (int64_t)s.v.b : s.v.i;
-    disp__ew_copy_strided(buf, &one, dt, &i, &one, DISP_DTYPE_INT64, &one, 0);
+  /* one element through the copy's own conversion (no iterator for it) */
+  static const int64_t none[2] = {0, 0};
+  char *data[2] = {buf, (char *)&s.v.d};
+  disp_dtype from = DISP_DTYPE_FLOAT64;
+  int64_t i = 0;
+  if (s.kind != DISP_SCALAR_DOUBLE) {
+    i = s.kind == DISP_SCALAR_BOOL ? (int64_t)s.v.b : s.v.i;
+    data[1] = (char *)&i;
+    from = DISP_DTYPE_INT64;
   }
+  row_for(dt, from)(data, none, 1, NULL);
   return DISP_OK;
 }
 

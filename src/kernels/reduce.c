@@ -24,8 +24,8 @@
 
 typedef struct red_ctx { disp_dtype in; } red_ctx;
 
-static void sum_f_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
-  disp_dtype dt = ((const red_ctx *)ctx)->in;
+static inline __attribute__((always_inline)) void sum_f_body(char **d, const int64_t *s, int64_t n,
+                                                              disp_dtype dt) {
   double acc = *(double *)d[0];
   if (s[0] == 0) {
     for (int64_t i = 0; i < n; i++) acc += disp__load_double(d[1] + i * s[1], dt);
@@ -33,6 +33,17 @@ static void sum_f_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
     return;
   }
   for (int64_t i = 0; i < n; i++) *(double *)(d[0] + i * s[0]) += disp__load_double(d[1] + i * s[1], dt);
+}
+
+static void sum_f_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  sum_f_body(d, s, n, ((const red_ctx *)ctx)->in);
+}
+
+/* float32 input (a bias gradient's sum over the batch): the load's dtype
+ * switch out of the loop, the same additions. */
+static void sum_f32_in_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  (void)ctx;
+  sum_f_body(d, s, n, DISP_DTYPE_FLOAT32);
 }
 
 static void sum_i_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
@@ -235,7 +246,8 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
   input_strides(self, strides + n);
   char *data[2] = {data_of(acc), data_of(self)};
   red_ctx c = {self->dtype};
-  disp__titer_loop_raw(2, data, strides, self->sizes, n, fl ? sum_f_loop : sum_i_loop, &c);
+  disp_titer_loop loop = !fl ? sum_i_loop : self->dtype == DISP_DTYPE_FLOAT32 ? sum_f32_in_loop : sum_f_loop;
+  disp__titer_loop_raw(2, data, strides, self->sizes, n, loop, &c);
   if (is_mean) {
     int64_t count = 1;
     for (int i = 0; i < n; i++)

@@ -239,8 +239,9 @@ enum { TITER_BLOCK = 64 };
 
 typedef disp_titer_plan walk_plan;
 
-int disp__titer_plan(disp_titer_plan *p, int nops, char **data, const int64_t *strides, const int64_t *shape,
-                     int ndim) {
+/* disp__titer_plan's body, inlined per operand count as walk_blocks_n. */
+static inline __attribute__((always_inline)) int plan_n(disp_titer_plan *p, const int nops, char **data,
+                                                         const int64_t *strides, const int64_t *shape, int ndim) {
   int dims[DISP_TITER_MAX_DIMS], n = 0;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] == 0) return 0;
@@ -285,16 +286,28 @@ int disp__titer_plan(disp_titer_plan *p, int nops, char **data, const int64_t *s
   return 1;
 }
 
+int disp__titer_plan(disp_titer_plan *p, int nops, char **data, const int64_t *strides, const int64_t *shape,
+                     int ndim) {
+  switch (nops) {
+  case 2: return plan_n(p, 2, data, strides, shape, ndim);
+  case 3: return plan_n(p, 3, data, strides, shape, ndim);
+  default: return plan_n(p, nops, data, strides, shape, ndim);
+  }
+}
+
 /* Runs blocks [lo, hi) of the plan (TITER_BLOCK elements of a row each,
- * the last of a row shorter): a disp__range_fn. */
-static void walk_blocks(int64_t lo, int64_t hi, void *arg) {
-  const walk_plan *p = arg;
+ * the last of a row shorter) with `nops` operands. Inlined per operand
+ * count by walk_blocks, so that the per-row pointer updates of a copy (2)
+ * or a binary op (3) are straight-line code: a small op walks its rows in
+ * a handful of instructions each. */
+static inline __attribute__((always_inline)) void walk_blocks_n(int64_t lo, int64_t hi, const walk_plan *p,
+                                                                 const int nops) {
   const int64_t row_len = p->sh[0], per_row = (row_len + TITER_BLOCK - 1) / TITER_BLOCK;
   int64_t row = lo / per_row, col = lo % per_row * TITER_BLOCK;
   const int64_t last_row = (hi - 1) / per_row, last_end = ((hi - 1) % per_row + 1) * TITER_BLOCK;
   int64_t idx[DISP_TITER_MAX_DIMS], inner[DISP_TITER_MAX_OPS];
   char *rp[DISP_TITER_MAX_OPS], *ptr[DISP_TITER_MAX_OPS];
-  for (int k = 0; k < p->nops; k++) {
+  for (int k = 0; k < nops; k++) {
     rp[k] = p->data[k];
     inner[k] = p->st[k][0];
   }
@@ -302,20 +315,30 @@ static void walk_blocks(int64_t lo, int64_t hi, void *arg) {
   for (int d = 1; d < p->m; d++) {
     idx[d] = r % p->sh[d];
     r /= p->sh[d];
-    for (int k = 0; k < p->nops; k++) rp[k] += idx[d] * p->st[k][d];
+    for (int k = 0; k < nops; k++) rp[k] += idx[d] * p->st[k][d];
   }
   for (;;) {
     int64_t end = row == last_row && last_end < row_len ? last_end : row_len;
-    for (int k = 0; k < p->nops; k++) ptr[k] = rp[k] + col * inner[k];
+    for (int k = 0; k < nops; k++) ptr[k] = rp[k] + col * inner[k];
     p->loop(ptr, inner, end - col, p->ctx);
     if (row++ == last_row) return;
     col = 0;
     for (int d = 1; d < p->m; d++) {
-      for (int k = 0; k < p->nops; k++) rp[k] += p->st[k][d];
+      for (int k = 0; k < nops; k++) rp[k] += p->st[k][d];
       if (++idx[d] < p->sh[d]) break;
-      for (int k = 0; k < p->nops; k++) rp[k] -= p->st[k][d] * p->sh[d];
+      for (int k = 0; k < nops; k++) rp[k] -= p->st[k][d] * p->sh[d];
       idx[d] = 0;
     }
+  }
+}
+
+/* walk_blocks_n as a disp__range_fn. */
+static void walk_blocks(int64_t lo, int64_t hi, void *arg) {
+  const walk_plan *p = arg;
+  switch (p->nops) {
+  case 2: walk_blocks_n(lo, hi, p, 2); break;
+  case 3: walk_blocks_n(lo, hi, p, 3); break;
+  default: walk_blocks_n(lo, hi, p, p->nops); break;
   }
 }
 

@@ -17,11 +17,15 @@ typedef enum disp__cache_kind {
   DISP__CACHE_TENSOR,
   DISP__CACHE_STORAGE,
   DISP__CACHE_VERSION,
-  DISP__CACHE_SMALL_DATA, /* CPU data blocks of at most DISP__SMALL_DATA bytes */
+  DISP__CACHE_SMALL_DATA,  /* CPU data blocks of at most DISP__SMALL_DATA bytes */
+  DISP__CACHE_MEDIUM_DATA, /* and of at most DISP__MEDIUM_DATA bytes */
   DISP__CACHE_KINDS
 } disp__cache_kind;
 
-enum { DISP__CACHE_DEPTH = 32, DISP__SMALL_DATA = 512 };
+/* A medium block is past glibc's per-thread cache (1 KiB), so a tensor of
+ * a few hundred floats cost a malloc and a free of ~150 instructions each;
+ * 32 of them are 128 KiB a thread at most. */
+enum { DISP__CACHE_DEPTH = 32, DISP__SMALL_DATA = 512, DISP__MEDIUM_DATA = 4096 };
 
 /* A block of `size` bytes (always the same size per kind), or NULL on OOM. */
 void *disp__cache_get(disp__cache_kind kind, size_t size);

@@ -263,8 +263,9 @@ static disp_status check_dtype(const char *op, disp_dtype dt) {
  * (borrowed; NULL makes a fresh one unless the tensor is an inference
  * tensor). Shape, dtype and bounds are already checked.
  */
-/* `numel` >= 0: the caller already checked sizes and strides (empty_impl)
- * and they fit inline, so they are copied without a second check. */
+/* `numel` >= 0: the caller already checked sizes and strides (empty_impl,
+ * checked_strides); when they fit inline they are copied without a second
+ * check. */
 static disp_status make_strided(disp_storage *st, int64_t offset, const int64_t *sizes,
                                 const int64_t *strides, int ndim, int64_t numel, disp_dtype dt,
                                 disp_keyset keys, disp_version_counter *vc, int inference,
@@ -308,14 +309,9 @@ static disp_status make_strided(disp_storage *st, int64_t offset, const int64_t 
   return DISP_OK;
 }
 
-/* PyTorch's checkInBoundsForStorage. */
+/* PyTorch's checkInBoundsForStorage (strides given). */
 static disp_status check_bounds(const disp_storage *st, int64_t offset, const int64_t *sizes,
                                 const int64_t *strides, int ndim, disp_dtype dt) {
-  int64_t contiguous[DISP_TENSOR_MAX_DIMS];
-  if (!strides) {
-    disp__tensor_contiguous_strides(sizes, ndim, contiguous);
-    strides = contiguous;
-  }
   if (offset < 0)
     return disp__fail(DISP_ERR_INVALID_ARG, "Tensor: invalid storage offset %lld", (long long)offset);
   size_t need;
@@ -338,21 +334,42 @@ static disp_status check_bounds(const disp_storage *st, int64_t offset, const in
   return s;
 }
 
+/* A fresh contiguous tensor's strides, element count and bytes in one pass
+ * over its sizes (what check_shape, contiguous_strides and storage_nbytes
+ * compute for it). 0 when anything is out of the ordinary - ndim out of
+ * range, a negative size, a count past int64 - for the full checks to find
+ * and word. */
+static int contiguous_geometry(const int64_t *sizes, int ndim, size_t itemsize, int64_t *strides,
+                               int64_t *numel, size_t *nbytes) {
+  if (ndim < 0 || ndim > DISP_TENSOR_MAX_DIMS) return 0;
+  int64_t n = 1, bytes;
+  int zero = 0;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (sizes[d] < 0) return 0;
+    strides[d] = n; /* a size-0 dim counts as 1, as in contiguous_strides */
+    if (sizes[d] == 0) zero = 1;
+    else if (disp__mul_i64(n, sizes[d], &n)) return 0;
+  }
+  if (disp__mul_i64(n, (int64_t)itemsize, &bytes)) return 0;
+  *numel = zero ? 0 : n;
+  *nbytes = zero ? 0 : (size_t)bytes;
+  return 1;
+}
+
 static disp_status empty_impl(const char *op, const int64_t *sizes, const int64_t *strides,
                               int ndim, disp_dtype dt, disp_device dev, disp_tensor **out) {
   disp_status s = check_dtype(op, dt);
   if (s == DISP_OK) s = disp_device_validate(dev);
-  int64_t numel = 0;
-  if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, &numel);
   if (s != DISP_OK) return s;
-  int64_t contiguous[DISP_TENSOR_MAX_DIMS];
-  if (!strides) {
-    disp__tensor_contiguous_strides(sizes, ndim, contiguous);
-    strides = contiguous;
+  int64_t numel = 0, contiguous[DISP_TENSOR_MAX_DIMS];
+  size_t nbytes, itemsize = disp_dtype_itemsize(dt);
+  if (strides || !contiguous_geometry(sizes, ndim, itemsize, contiguous, &numel, &nbytes)) {
+    if ((s = disp__tensor_check_shape(op, sizes, strides, ndim, &numel)) != DISP_OK) return s;
+    if (!strides) disp__tensor_contiguous_strides(sizes, ndim, contiguous);
+    s = disp__tensor_storage_nbytes(sizes, strides ? strides : contiguous, ndim, 0, itemsize, &nbytes);
+    if (s != DISP_OK) return s;
   }
-  size_t nbytes;
-  s = disp__tensor_storage_nbytes(sizes, strides, ndim, 0, disp_dtype_itemsize(dt), &nbytes);
-  if (s != DISP_OK) return s;
+  if (!strides) strides = contiguous;
   disp_storage *st;
   s = disp_storage_new(nbytes, dev, &st);
   if (s != DISP_OK) return s;
@@ -377,6 +394,19 @@ disp_status disp_tensor_empty_strided(const int64_t *sizes, const int64_t *strid
   return empty_impl("empty_strided", sizes, strides, ndim, dt, dev, out);
 }
 
+/* A view's shape checked, its element count in *numel and its strides in
+ * *strides: the caller's, or when NULL the contiguous ones, written to
+ * `contiguous`. The tensor is then built without a second check. */
+static disp_status checked_strides(const char *op, const int64_t *sizes, const int64_t **strides, int ndim,
+                                   int64_t *contiguous, int64_t *numel) {
+  disp_status s = disp__tensor_check_shape(op, sizes, *strides, ndim, numel);
+  if (s == DISP_OK && !*strides) {
+    disp__tensor_contiguous_strides(sizes, ndim, contiguous);
+    *strides = contiguous;
+  }
+  return s;
+}
+
 disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const int64_t *sizes,
                                          const int64_t *strides, int ndim, disp_dtype dt,
                                          disp_keyset keys, disp_tensor **out) {
@@ -384,11 +414,12 @@ disp_status disp_tensor_new_with_storage(disp_storage *st, int64_t offset, const
   DISP_REFUSE_NULL(st);
   DISP_REFUSE_NULL_ARRAY(sizes, ndim);
   DISP_REFUSE_NULL(out);
+  int64_t numel, contiguous[DISP_TENSOR_MAX_DIMS];
   disp_status s = check_dtype(op, dt);
-  if (s == DISP_OK) s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
+  if (s == DISP_OK) s = checked_strides(op, sizes, &strides, ndim, contiguous, &numel);
   if (s == DISP_OK) s = check_bounds(st, offset, sizes, strides, ndim, dt);
   if (s != DISP_OK) return s;
-  return make_strided(st, offset, sizes, strides, ndim, -1, dt, keys, NULL,
+  return make_strided(st, offset, sizes, strides, ndim, numel, dt, keys, NULL,
                       disp_inference_mode_enabled(), out);
 }
 
@@ -400,11 +431,12 @@ disp_status disp_tensor_new_view(disp_tensor *base, const int64_t *sizes, const 
   DISP_REFUSE_NULL(out);
   if (!base->storage)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s: cannot view a tensor without storage (opaque tensor)", op);
-  disp_status s = disp__tensor_check_shape(op, sizes, strides, ndim, NULL);
+  int64_t numel, contiguous[DISP_TENSOR_MAX_DIMS];
+  disp_status s = checked_strides(op, sizes, &strides, ndim, contiguous, &numel);
   if (s == DISP_OK) s = check_bounds(base->storage, offset, sizes, strides, ndim, base->dtype);
   if (s != DISP_OK) return s;
   disp_tensor *t;
-  s = make_strided(base->storage, offset, sizes, strides, ndim, -1, base->dtype, base->keyset,
+  s = make_strided(base->storage, offset, sizes, strides, ndim, numel, base->dtype, base->keyset,
                    base->version, base->is_inference, &t);
   if (s != DISP_OK) return s;
   t->layout = base->layout;

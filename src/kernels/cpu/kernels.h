@@ -41,7 +41,7 @@ typedef struct disp__cpu_kernel_table {
   disp__k_un_f32 exp_f32, log_f32, tanh_f32, sigmoid_f32;
   /* (log_)softmax of `rows` contiguous rows of `len` (1.13's lastdim
    * kernels: max, exps, float sum, then a multiply by 1/sum, or x - max -
-   * log(sum)). */
+   * log(sum)). o must not overlap in (it holds the exps meanwhile). */
   void (*softmax_lastdim_f32)(float *o, const float *in, int64_t rows, int64_t len, int is_log);
   /* (log_)softmax along a non-last dim of one (len, inner) slab, for the
    * columns [c0, c1) of it (1.13's _vec_softmax / _vec_logsoftmax). */
@@ -50,6 +50,12 @@ typedef struct disp__cpu_kernel_table {
   /* The sum of n contiguous floats: several vector accumulators, blocks
    * combined in a cascade (1.13's cascade_sum), in float. */
   float (*sum_f32)(const float *a, int64_t n);
+  /* c = alpha * a @ b + beta * c for small products (gemm.c's Note [Small
+   * products]): a m x k (row i at a + i * lda), b k x n given by its columns
+   * (column j at b + j * ldb), c m x n row-major (ldc); c is not read when
+   * beta is 0. NULL in copies without it (the baseline). */
+  void (*gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 } disp__cpu_kernel_table;
 
 /* The table of the capability in use (disp__cpu_capability()), decided

@@ -117,24 +117,61 @@ static inline V disp__vtanh(V x) { DISP__LANEWISE(tanhf, x); }
 #endif
 
 /* Horizontal sum and NaN-propagating max of the lanes, as a tree (lane i
- * with lane i + W/2, ...), the order of 1.13's vec_reduce_all. */
-static inline float disp__hsum(V v) {
-  float t[W];
-  VSTORE(t, v);
-  for (int w = W / 2; w >= 1; w /= 2)
-    for (int i = 0; i < w; i++) t[i] += t[i + w];
-  return t[0];
+ * with lane i + W/2, ...), the order of 1.13's vec_reduce_all. On x86 the
+ * tree halves the vector with shuffles, the lower half always the first
+ * operand: each step is the scalar t[i] = t[i] op t[i + w], bit for bit. */
+#if W >= 4
+static inline __m128 disp__maxn4(__m128 a, __m128 b) {
+  __m128 m = _mm_cmpunord_ps(a, b);
+  return _mm_or_ps(_mm_andnot_ps(m, _mm_max_ps(a, b)), _mm_and_ps(m, _mm_add_ps(a, b)));
 }
-static inline float disp__hmaxn(V v) {
-  float t[W];
-  VSTORE(t, v);
-  for (int w = W / 2; w >= 1; w /= 2)
-    for (int i = 0; i < w; i++) t[i] = disp__smaxn(t[i], t[i + w]);
-  return t[0];
+static inline __m128 disp__add4(__m128 a, __m128 b) { return _mm_add_ps(a, b); }
+#if defined(__AVX512F__)
+static inline __m256 disp__maxn8(__m256 a, __m256 b) {
+  return _mm256_blendv_ps(_mm256_max_ps(a, b), _mm256_add_ps(a, b), _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
 }
+#define DISP__TO4(v, op8, op4)                                                                              \
+  __m256 h8_ = op8(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));                                 \
+  __m128 x_ = op4(_mm256_castps256_ps128(h8_), _mm256_extractf128_ps(h8_, 1))
+#elif defined(__AVX2__)
+#define DISP__TO4(v, op8, op4) __m128 x_ = op4(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
+#else
+#define DISP__TO4(v, op8, op4) __m128 x_ = (v)
+#endif
+/* The whole tree with op4 (and op8 for AVX-512's first step). */
+#define DISP__TREE(v, op8, op4)                   \
+  DISP__TO4(v, op8, op4);                         \
+  x_ = op4(x_, _mm_movehl_ps(x_, x_));            \
+  x_ = op4(x_, _mm_shuffle_ps(x_, x_, 1));        \
+  return _mm_cvtss_f32(x_)
+static inline float disp__hsum(V v) { DISP__TREE(v, _mm256_add_ps, disp__add4); }
+static inline float disp__hmaxn(V v) { DISP__TREE(v, disp__maxn8, disp__maxn4); }
+#else
+static inline float disp__hsum(V v) { return v; }
+static inline float disp__hmaxn(V v) { return v; }
+#endif
 
 /* Loads the n < W floats at p into a vector whose other lanes are `fill`
- * (1.13's Vectorized::loadu(ptr, count), for tails computed as vectors). */
+ * (1.13's Vectorized::loadu(ptr, count), for tails computed as vectors),
+ * and stores the first n lanes: masked loads and stores where the ISA has
+ * them (never touching the lanes past n), lane by lane otherwise. */
+#if defined(__AVX512F__)
+static inline V disp__vload_part(const float *p, int64_t n, float fill) {
+  return _mm512_mask_loadu_ps(VSET1(fill), (__mmask16)((1u << n) - 1), p);
+}
+static inline void disp__vstore_part(float *p, V v, int64_t n) {
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), v);
+}
+#elif defined(__AVX2__)
+static inline __m256i disp__vmask_part(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline V disp__vload_part(const float *p, int64_t n, float fill) {
+  __m256i m = disp__vmask_part(n);
+  return _mm256_blendv_ps(VSET1(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
+static inline void disp__vstore_part(float *p, V v, int64_t n) { _mm256_maskstore_ps(p, disp__vmask_part(n), v); }
+#else
 static inline V disp__vload_part(const float *p, int64_t n, float fill) {
   float t[W];
   for (int64_t i = 0; i < W; i++) t[i] = i < n ? p[i] : fill;
@@ -145,5 +182,6 @@ static inline void disp__vstore_part(float *p, V v, int64_t n) {
   VSTORE(t, v);
   for (int64_t i = 0; i < n; i++) p[i] = t[i];
 }
+#endif
 
 #endif
