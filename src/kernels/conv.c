@@ -521,7 +521,6 @@ static disp_status backward_bias(const char *op, disp_tensor *gb, disp_dtype ct,
                                  int64_t c, int64_t sp) {
   void *ro = NULL, *r = disp__conv_out_as(gb, ct, &ro);
   if (!r) return disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-  memset(r, 0, disp_dtype_itemsize(ct) * (size_t)c);
   if (ct == DISP_DTYPE_FLOAT32) sum_bias_f32(r, dy, n, c, sp);
   else sum_bias_f64(r, dy, n, c, sp);
   disp__conv_out_done(gb, ro, ct, 1);

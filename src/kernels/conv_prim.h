@@ -306,39 +306,41 @@ static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT 
 }
 
 
-/* r[c] += the sum of dy[n, c, ...] over n and the spatial dims, each
- * channel in sample then position order. Eight channels go side by side:
- * eight independent sums instead of one chain of dependent adds, and each
- * channel's order (so every bit) is unchanged. The blocks of eight run on
- * the library's threads (each writes only its own r[c]). */
-enum { CP(BIAS_LANES) = 8 };
+/* One (sample, channel) plane of the bias gradient summed alone: float
+ * with the CPU capability's vector cascade sum (the kernel of 1.13's
+ * at::sum), double in order. */
+static CT CP(plane_sum)(const CT *p, int64_t len) {
+#ifdef CT_IS_FLOAT
+  return disp__cpu_kernels()->sum_f32(p, len);
+#else
+  CT s = 0;
+  for (int64_t k = 0; k < len; k++) s += p[k];
+  return s;
+#endif
+}
 
+/* r[c] = the sum of dy[n, c, ...] over n and the spatial dims, in the order
+ * of 1.13's at::sum_out(grad_bias, grad_output, {0, 2, 3}): each plane
+ * summed alone (CP(plane_sum)), the planes added into r[c] in sample order.
+ * Channels [c0, c1) go to one thread, which walks them sample by sample
+ * (memory in order); each r[c] sees the same additions at any thread
+ * count. */
 typedef struct CP(bias_job) {
   CT *r;
   const CT *dy;
   int64_t n, c, sp;
 } CP(bias_job);
 
-static void CP(sum_bias_blocks)(int64_t b0, int64_t b1, void *arg) {
+static void CP(sum_bias_range)(int64_t c0, int64_t c1, void *arg) {
   const CP(bias_job) *j = arg;
-  int64_t n = j->n, c = j->c, sp = j->sp;
-  for (int64_t c0 = b0 * CP(BIAS_LANES); c0 < c && c0 < b1 * CP(BIAS_LANES); c0 += CP(BIAS_LANES)) {
-    int64_t m = c - c0 < CP(BIAS_LANES) ? c - c0 : CP(BIAS_LANES);
-    CT acc[CP(BIAS_LANES)];
-    for (int64_t k = 0; k < m; k++) acc[k] = j->r[c0 + k];
-    for (int64_t i = 0; i < n; i++) {
-      const CT *base = j->dy + (i * c + c0) * sp;
-      for (int64_t k = 0; k < sp; k++)
-        for (int64_t l = 0; l < m; l++) acc[l] += base[l * sp + k];
-    }
-    for (int64_t k = 0; k < m; k++) j->r[c0 + k] = acc[k];
-  }
+  for (int64_t ch = c0; ch < c1; ch++) j->r[ch] = 0;
+  for (int64_t i = 0; i < j->n; i++)
+    for (int64_t ch = c0; ch < c1; ch++) j->r[ch] += CP(plane_sum)(j->dy + (i * j->c + ch) * j->sp, j->sp);
 }
 
 static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {
   CP(bias_job) j = {r, dy, n, c, sp};
-  int64_t blocks = (c + CP(BIAS_LANES) - 1) / CP(BIAS_LANES);
-  disp__parallel_for(0, blocks, work_grain((double)n * (double)sp * CP(BIAS_LANES)), CP(sum_bias_blocks), &j);
+  disp__parallel_for(0, c, work_grain((double)n * (double)sp), CP(sum_bias_range), &j);
 }
 
 #undef CP
