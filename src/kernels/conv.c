@@ -57,7 +57,7 @@ static int64_t cols_grain(const geom *gm) { return work_grain((double)prod3(gm->
 
 enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
 
-/* conv_prim.h's float row add is written with vector extensions. */
+/* conv_prim.h's row loops (add, fill) use GCC's vector extensions. */
 #if defined(__GNUC__)
 #define CONV_HAVE_VECTORS 1
 #else
@@ -103,21 +103,6 @@ static int64_t wgrad_chunks(const geom *gm, size_t elem) {
   if (c > WGRAD_CHUNKS) c = WGRAD_CHUNKS;
   while (c > 1 && (double)c * wbytes > WGRAD_BYTES) c--;
   return c < 1 ? 1 : c;
-}
-
-/* y[n, c, ...] += bias[c] (already rounded to the output dtype, then
- * widened); float planes through the CPU capability's vector add. */
-static void add_bias(disp_dtype ct, void *y, const double *bias, int64_t n, int64_t c, int64_t sp) {
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t ch = 0; ch < c; ch++) {
-      if (ct == DISP_DTYPE_FLOAT32) {
-        float *plane = (float *)y + (i * c + ch) * sp, b = (float)bias[ch];
-        disp__cpu_kernels()->add_f32(plane, plane, &b, 0, 1.0f, sp);
-      } else {
-        double *plane = (double *)y + (i * c + ch) * sp;
-        for (int64_t k = 0; k < sp; k++) plane[k] += bias[ch];
-      }
-    }
 }
 
 /* The primitives, once per compute type: float for float32 tensors (as
@@ -456,8 +441,7 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
     st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   } else {
     /* the bias is first converted to the result's dtype (the slow kernels
-     * copy it into the output, then accumulate); each sample adds it while
-     * its output is still in cache */
+     * copy it into the output, then accumulate onto it) */
     for (int64_t c = 0; bias && c < osz[1]; c++) {
       char cv[16];
       disp__convert_elem(cv, out->dtype, (char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *

@@ -16,15 +16,20 @@ typedef struct CP(cols_job) {
   CT *x, *cols;
 } CP(cols_job);
 
-/* dst[i] += src[i] for i < n (float: four at a time in an SSE-sized
- * vector, as the -O2 build vectorizes no loop; each element's add is the
- * same either way). */
+#if CONV_HAVE_VECTORS
+/* 32 bytes of CT: the row loops below go a vector at a time, as the -O2
+ * build vectorizes no loop; each element's operation is the same either
+ * way, so results do not change. */
+typedef CT CP(vec) __attribute__((vector_size(32)));
+enum { CP(VLEN) = 32 / sizeof(CT) };
+#endif
+
+/* dst[i] += src[i] for i < n. */
 static void CP(add_to)(CT *dst, const CT *src, int64_t n) {
   int64_t i = 0;
-#if CONV_HAVE_VECTORS && defined(CT_IS_FLOAT)
-  typedef float vec4 __attribute__((vector_size(16)));
-  for (; i + 4 <= n; i += 4) {
-    vec4 a, b;
+#if CONV_HAVE_VECTORS
+  for (; i + CP(VLEN) <= n; i += CP(VLEN)) {
+    CP(vec) a, b;
     memcpy(&a, dst + i, sizeof a);
     memcpy(&b, src + i, sizeof b);
     a += b;
@@ -32,6 +37,17 @@ static void CP(add_to)(CT *dst, const CT *src, int64_t n) {
   }
 #endif
   for (; i < n; i++) dst[i] += src[i];
+}
+
+/* dst[i] = v for i < n. */
+static void CP(fill)(CT *dst, CT v, int64_t n) {
+  int64_t i = 0;
+#if CONV_HAVE_VECTORS
+  CP(vec) vv = {0};
+  vv += v;
+  for (; i + CP(VLEN) <= n; i += CP(VLEN)) memcpy(dst + i, &vv, sizeof vv);
+#endif
+  for (; i < n; i++) dst[i] = v;
 }
 
 /* same_width (conv.c): the row of columns of tap (kh, kw) for one depth
@@ -59,9 +75,11 @@ static void CP(shift_copy)(const geom *gm, int64_t kh, int64_t kw, const CT *xp,
 }
 
 /* The adjoint of CP(shift_copy): xp += the inside part of src, as one block
- * after src's padded columns are zeroed (so the block adds +0 there: x is
- * never -0, starting from +0, so adding +0 leaves every bit, and each
- * element sees its real terms in the same order). */
+ * after src's padded columns are zeroed (so the block adds +0 there, which
+ * leaves every bit of an x that is not -0; x starts as +0, where sums
+ * never reach -0, or as a bias, where only a -0 bias with nothing but -0
+ * terms could turn +0; each element sees its real terms in the same
+ * order). */
 static void CP(shift_add)(const geom *gm, int64_t kh, int64_t kw, CT *src, CT *xp) {
   int64_t W = gm->out[2], a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
   rows_span(gm, kh, &a, &b);
@@ -188,12 +206,29 @@ typedef struct CP(prim_job) {
   const geom *gm;
   const CT *a, *b;
   CT *y;
-  const double *bias; /* added to each sample's output, or NULL */
+  const double *bias; /* the output's starting value per channel, or NULL (zero) */
   atomic_int failed;
 } CP(prim_job);
 
+/* planes consecutive planes of sp elements: plane i set to bias[i], or
+ * zeroed when bias is NULL. */
+static void CP(init_planes)(CT *y, const double *bias, int64_t planes, int64_t sp) {
+  if (!bias) {
+    memset(y, 0, sizeof(CT) * (size_t)(planes * sp));
+    return;
+  }
+  for (int64_t i = 0; i < planes; i++) CP(fill)(y + i * sp, (CT)bias[i], sp);
+}
+
 /* FWD or BWD_IN of samples [lo, hi): each writes only its own part of y,
- * so samples run on the library's threads, each with its own columns. */
+ * so samples run on the library's threads, each with its own columns.
+ * Every output starts as the bias (zero without one) and the products
+ * accumulate onto it, as 1.13's slow kernels do (output.copy_(bias), then
+ * gemm with beta 1, or col2im): no separate pass adds the bias. The
+ * products always take beta 1 onto a buffer set here: with beta 0
+ * OpenBLAS first zeroes C in a slow pass of its own (OpenBLAS 0.3.21 on
+ * Zen, the CNN's 288x196x64 input-gradient product: 98 us with beta 0,
+ * 83 us as memset and beta 1, the memset 2.4 us of it). */
 static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
   CP(prim_job) *j = arg;
   const geom *gm = j->gm;
@@ -201,25 +236,23 @@ static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
   int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
   CT *cols = CP(cols_alloc)(gm);
   disp_status st = cols ? DISP_OK : DISP_ERR_NO_MEMORY;
-  for (int64_t n = lo; n < hi && st == DISP_OK; n++)
+  for (int64_t n = lo; n < hi && st == DISP_OK; n++) {
+    if (j->prim == PRIM_BWD_IN) CP(init_planes)(j->y + n * gm->ci * IN, j->bias, gm->ci, IN);
     for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
       const CT *w = j->b + g * og * ck;
       if (j->prim == PRIM_FWD) {
+        CT *y = j->y + (n * gm->co + g * og) * OUT;
+        CP(init_planes)(y, j->bias ? j->bias + g * og : NULL, og, OUT);
         CP(im2col)(gm, j->a + (n * gm->ci + g * cg) * IN, cg, cols);
-        st = CGEMM(og, OUT, ck, 1.0, CP(dm)((CT *)w, ck, 1), CP(dm)(cols, OUT, 1), 0.0,
-                            CP(dm)(j->y + (n * gm->co + g * og) * OUT, OUT, 1));
+        st = CGEMM(og, OUT, ck, 1.0, CP(dm)((CT *)w, ck, 1), CP(dm)(cols, OUT, 1), 1.0, CP(dm)(y, OUT, 1));
       } else {
+        memset(cols, 0, sizeof(CT) * (size_t)(ck * OUT));
         st = CGEMM(ck, OUT, og, 1.0, CP(dm)((CT *)w, 1, ck),
-                            CP(dm)((CT *)j->a + (n * gm->co + g * og) * OUT, OUT, 1), 0.0, CP(dm)(cols, OUT, 1));
+                   CP(dm)((CT *)j->a + (n * gm->co + g * og) * OUT, OUT, 1), 1.0, CP(dm)(cols, OUT, 1));
         if (st == DISP_OK) CP(col2im)(gm, cols, cg, j->y + (n * gm->ci + g * cg) * IN);
       }
     }
-  /* each sample's output plus the bias (FWD: co planes of OUT; BWD_IN, a
-   * transposed forward: ci planes of IN) */
-  int64_t ch = j->prim == PRIM_FWD ? gm->co : gm->ci, sp = j->prim == PRIM_FWD ? OUT : IN;
-  for (int64_t n = lo; n < hi && st == DISP_OK && j->bias; n++)
-    add_bias(sizeof(CT) == sizeof(float) ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64, j->y + n * ch * sp, j->bias, 1,
-             ch, sp);
+  }
   free(cols);
   if (st != DISP_OK) atomic_store(&j->failed, 1);
 }
@@ -286,13 +319,13 @@ static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *d
 
 /* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
  * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten; bias (FWD and BWD_IN
- * only, else NULL) is added to every output channel. */
+ * only, else NULL) is added to every output channel (its value per
+ * channel, already rounded to the output dtype). */
 static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT *b, CT *y, const double *bias) {
   disp_status st = DISP_OK;
   if (prim == PRIM_BWD_W) {
     st = CP(prim_weight_grad)(gm, a, b, y);
   } else {
-    if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(CT) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
     CP(prim_job) j = {prim, gm, a, b, y, bias, 0};
     /* a sample's work: about its output and its columns */
     double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
