@@ -89,6 +89,36 @@ static void rows_span(const geom *gm, int64_t kh, int64_t *a, int64_t *b) {
   *a = l, *b = h < l ? l : h > gm->out[1] ? gm->out[1] : h;
 }
 
+/* Where tap (kh, kw) of a same_width convolution reads: output rows [a, b)
+ * and columns [lo, hi) lie inside the input plane, and each output q of
+ * the block [q0, q1) = [a*W + lo, (b-1)*W + hi) reads input q + shift
+ * (the block also spans the padded columns between its rows); empty (and
+ * the rest zero) when no output reads the input. */
+typedef struct tap_span {
+  int64_t a, b, lo, hi, q0, q1, shift;
+  int empty;
+} tap_span;
+
+static tap_span same_tap(const geom *gm, int64_t kh, int64_t kw) {
+  tap_span t = {0};
+  int64_t W = gm->out[2], off = kw * gm->d[2] - gm->p[2];
+  rows_span(gm, kh, &t.a, &t.b);
+  cols_span(gm, off, &t.lo, &t.hi);
+  t.empty = t.a >= t.b || t.lo >= t.hi;
+  if (t.empty) return t; /* (the shift of a tap that reads nothing may not fit int64) */
+  t.shift = (kh * gm->d[1] - gm->p[1]) * W + off;
+  t.q0 = t.a * W + t.lo;
+  t.q1 = (t.b - 1) * W + t.hi;
+  return t;
+}
+
+/* The input depth slice read by output slice od at depth tap kd, or -1
+ * when it is padding. */
+static int64_t depth_in(const geom *gm, int64_t od, int64_t kd) {
+  int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+  return id >= 0 && id < gm->in[0] ? id : -1;
+}
+
 /* The weight gradient's chunks of samples: about WGRAD_SAMPLES samples
  * each, at most WGRAD_CHUNKS of them and WGRAD_BYTES of partial sums (a
  * weight-sized buffer per chunk). A function of the shapes alone, never of

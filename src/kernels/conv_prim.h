@@ -50,28 +50,30 @@ static void CP(fill)(CT *dst, CT v, int64_t n) {
   for (; i < n; i++) dst[i] = v;
 }
 
-/* same_width (conv.c): the row of columns of tap (kh, kw) for one depth
- * slice, dst (out[1] x W), from the input plane xp (in[1] x W) or NULL
- * (a padded slice): the inside rows [a, b) and columns [lo, hi) copied as
- * one block, every other position zero. */
-static void CP(shift_copy)(const geom *gm, int64_t kh, int64_t kw, const CT *xp, CT *dst) {
-  int64_t W = gm->out[2], n = gm->out[1] * W, a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
-  rows_span(gm, kh, &a, &b);
-  cols_span(gm, off, &lo, &hi);
-  if (!xp || a >= b || lo >= hi) {
+/* Zeroes the padded columns [0, lo) and [hi, W) of rows [a, b) of tap t
+ * in p (a plane of width W), a column at a time: strided stores, where a
+ * loop per row becomes two tiny memset calls per row. */
+static void CP(zero_pad_columns)(CT *p, int64_t W, const tap_span *t) {
+  for (int64_t ow = 0; ow < t->lo; ow++)
+    for (int64_t oh = t->a; oh < t->b; oh++) p[oh * W + ow] = 0;
+  for (int64_t ow = t->hi; ow < W; ow++)
+    for (int64_t oh = t->a; oh < t->b; oh++) p[oh * W + ow] = 0;
+}
+
+/* same_width (conv.c): tap t's row of columns for one depth slice, dst
+ * (out[1] x W), from the input plane xp (in[1] x W) or NULL (a padded
+ * slice): the inside block copied at once, every other position zero. */
+static void CP(shift_copy)(const geom *gm, const tap_span *t, const CT *xp, CT *dst) {
+  int64_t W = gm->out[2], n = gm->out[1] * W;
+  if (!xp || t->empty) {
     memset(dst, 0, sizeof(CT) * (size_t)n);
     return;
   }
-  /* dst[q] = xp[q + shift] for q in [q0, q1) */
-  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
-  memset(dst, 0, sizeof(CT) * (size_t)q0);
-  memcpy(dst + q0, xp + (q0 + shift), sizeof(CT) * (size_t)(q1 - q0));
-  memset(dst + q1, 0, sizeof(CT) * (size_t)(n - q1));
+  memset(dst, 0, sizeof(CT) * (size_t)t->q0);
+  memcpy(dst + t->q0, xp + (t->q0 + t->shift), sizeof(CT) * (size_t)(t->q1 - t->q0));
+  memset(dst + t->q1, 0, sizeof(CT) * (size_t)(n - t->q1));
   /* the block also copied the neighbouring rows' ends into the padded columns */
-  for (int64_t oh = a; oh < b; oh++) {
-    for (int64_t ow = 0; ow < lo; ow++) dst[oh * W + ow] = 0;
-    for (int64_t ow = hi; ow < W; ow++) dst[oh * W + ow] = 0;
-  }
+  CP(zero_pad_columns)(dst, W, t);
 }
 
 /* The adjoint of CP(shift_copy): xp += the inside part of src, as one block
@@ -80,107 +82,117 @@ static void CP(shift_copy)(const geom *gm, int64_t kh, int64_t kw, const CT *xp,
  * never reach -0, or as a bias, where only a -0 bias with nothing but -0
  * terms could turn +0; each element sees its real terms in the same
  * order). */
-static void CP(shift_add)(const geom *gm, int64_t kh, int64_t kw, CT *src, CT *xp) {
-  int64_t W = gm->out[2], a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
-  rows_span(gm, kh, &a, &b);
+static void CP(shift_add)(const geom *gm, const tap_span *t, CT *src, CT *xp) {
+  if (t->empty) return;
+  CP(zero_pad_columns)(src, gm->out[2], t);
+  CP(add_to)(xp + (t->q0 + t->shift), src + t->q0, t->q1 - t->q0);
+}
+
+/* One tap's row of the columns (OUT) and one channel xc of the input:
+ * CP(im2col_tap) fills the row from xc, CP(col2im_tap) adds it back. t is
+ * the tap's span when same_width, else NULL. */
+typedef void (*CP(tap_fn))(const geom *gm, const tap_span *t, int64_t kd, int64_t kh, int64_t kw, CT *xc,
+                           CT *row);
+
+/* Any geometry: the row of tap (kd, kh, kw) from channel xc. */
+static void CP(im2col_row)(const geom *gm, int64_t kd, int64_t kh, int64_t kw, const CT *xc, CT *row) {
+  /* the outputs [lo, hi) of a line whose iw = ow*s - p + kw*d falls inside
+   * the input line: copied (one memcpy at stride 1); the rest padding */
+  int64_t off = kw * gm->d[2] - gm->p[2], lo, hi;
   cols_span(gm, off, &lo, &hi);
-  if (a >= b || lo >= hi) return;
-  for (int64_t oh = a; oh < b; oh++) {
-    for (int64_t ow = 0; ow < lo; ow++) src[oh * W + ow] = 0;
-    for (int64_t ow = hi; ow < W; ow++) src[oh * W + ow] = 0;
+  /* one memset for every padded position of the row, not two tiny ones
+   * per output line */
+  memset(row, 0, sizeof(CT) * (size_t)prod3(gm->out));
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+    for (int64_t oh = 0; oh < gm->out[1] && id >= 0 && id < gm->in[0]; oh++) {
+      int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+      if (ih < 0 || ih >= gm->in[1] || hi <= lo) continue;
+      CT *dst = row + (od * gm->out[1] + oh) * gm->out[2];
+      const CT *src = xc + (id * gm->in[1] + ih) * gm->in[2] + off;
+      if (gm->s[2] == 1) memcpy(dst + lo, src + lo, sizeof(CT) * (size_t)(hi - lo));
+      else
+        for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * gm->s[2]];
+    }
   }
-  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
-  CP(add_to)(xp + (q0 + shift), src + q0, q1 - q0);
 }
 
-/* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
-static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
-  const CP(cols_job) *j = arg;
+/* The adjoint of CP(im2col_row): xc += the scatter of row. */
+static void CP(col2im_row)(const geom *gm, int64_t kd, int64_t kh, int64_t kw, const CT *row, CT *xc) {
+  /* only the outputs [lo, hi) land inside a line (as in CP(im2col_row)):
+   * no test per element, same sums */
+  int64_t off = kw * gm->d[2] - gm->p[2], lo, hi;
+  cols_span(gm, off, &lo, &hi);
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+    for (int64_t oh = 0; oh < gm->out[1] && id >= 0 && id < gm->in[0]; oh++) {
+      int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+      if (ih < 0 || ih >= gm->in[1] || hi <= lo) continue;
+      const CT *src = row + (od * gm->out[1] + oh) * gm->out[2];
+      CT *dst = xc + (id * gm->in[1] + ih) * gm->in[2] + off;
+      if (gm->s[2] == 1)
+        for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
+      else
+        for (int64_t ow = lo; ow < hi; ow++) dst[ow * gm->s[2]] += src[ow];
+    }
+  }
+}
+
+static void CP(im2col_tap)(const geom *gm, const tap_span *t, int64_t kd, int64_t kh, int64_t kw, CT *xc,
+                           CT *row) {
+  if (!t) {
+    CP(im2col_row)(gm, kd, kh, kw, xc, row);
+    return;
+  }
+  int64_t plane_in = gm->in[1] * gm->in[2], plane_out = gm->out[1] * gm->out[2];
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = depth_in(gm, od, kd);
+    CP(shift_copy)(gm, t, id >= 0 ? xc + id * plane_in : NULL, row + od * plane_out);
+  }
+}
+
+/* Zeroes the padded positions of row on the way (CP(shift_add)). */
+static void CP(col2im_tap)(const geom *gm, const tap_span *t, int64_t kd, int64_t kh, int64_t kw, CT *xc,
+                           CT *row) {
+  if (!t) {
+    CP(col2im_row)(gm, kd, kh, kw, row, xc);
+    return;
+  }
+  int64_t plane_in = gm->in[1] * gm->in[2], plane_out = gm->out[1] * gm->out[2];
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = depth_in(gm, od, kd);
+    if (id >= 0) CP(shift_add)(gm, t, row + od * plane_out, xc + id * plane_in);
+  }
+}
+
+/* fn over the rows cols[(c*K + kk)] of channels [c0, c1) of j->x (C x IN),
+ * a tap at a time (its span worked out once for every channel). col2im
+ * still gives each element of x its terms in tap order: a tap sends at
+ * most one term to it. */
+static void CP(each_tap)(const CP(cols_job) *j, int64_t c0, int64_t c1, CP(tap_fn) fn) {
   const geom *gm = j->gm;
-  const CT *x = j->x;
-  CT *cols = j->cols;
   int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t kd = 0; kd < gm->k[0]; kd++)
-      for (int64_t kh = 0; kh < gm->k[1]; kh++)
-        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
-          const CT *xc = x + c * IN;
-          if (same_width(gm)) {
-            for (int64_t od = 0; od < gm->out[0]; od++) {
-              int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0], plane = gm->in[1] * gm->in[2];
-              CP(shift_copy)(gm, kh, kw, id >= 0 && id < gm->in[0] ? xc + id * plane : NULL,
-                             row + od * gm->out[1] * gm->out[2]);
-            }
-            continue;
-          }
-          /* one memset for every padded position of this row of cols, not
-           * two tiny ones per output line */
-          memset(row, 0, sizeof(CT) * (size_t)OUT);
-          for (int64_t od = 0; od < gm->out[0]; od++) {
-            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
-            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
-              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
-              CT *dst = row + (od * gm->out[1] + oh) * gm->out[2];
-              int inside = id >= 0 && id < gm->in[0] && ih >= 0 && ih < gm->in[1];
-              /* the outputs [lo, hi) whose iw = ow*s - p + kw*d falls inside
-               * the row: copied (one memcpy at stride 1); the rest padding */
-              int64_t off = kw * gm->d[2] - gm->p[2], lo = 0, hi = 0;
-              if (inside) cols_span(gm, off, &lo, &hi);
-              int64_t base = inside ? (id * gm->in[1] + ih) * gm->in[2] + off : 0;
-              /* padding was zeroed with the whole row above */
-              if (gm->s[2] == 1 && hi > lo) memcpy(dst + lo, xc + base + lo, sizeof(CT) * (size_t)(hi - lo));
-              else
-                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = xc[base + ow * gm->s[2]];
-            }
-          }
-        }
+  int same = same_width(gm);
+  for (int64_t kd = 0; kd < gm->k[0]; kd++)
+    for (int64_t kh = 0; kh < gm->k[1]; kh++)
+      for (int64_t kw = 0; kw < gm->k[2]; kw++) {
+        int64_t kk = (kd * gm->k[1] + kh) * gm->k[2] + kw;
+        tap_span t = same ? same_tap(gm, kh, kw) : (tap_span){0};
+        for (int64_t c = c0; c < c1; c++) fn(gm, same ? &t : NULL, kd, kh, kw, j->x + c * IN, j->cols + (c * K + kk) * OUT);
+      }
 }
 
+static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) { CP(each_tap)(arg, c0, c1, CP(im2col_tap)); }
+
+static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) { CP(each_tap)(arg, c0, c1, CP(col2im_tap)); }
+
+/* cols[(c*K + kk)][o] for the cg channels of sample x. */
 static void CP(im2col)(const geom *gm, const CT *x, int64_t cg, CT *cols) {
   CP(cols_job) j = {gm, (CT *)(uintptr_t)x, cols};
   disp__parallel_for(0, cg, cols_grain(gm), CP(im2col_range), &j);
 }
 
-/* The adjoint of CP(im2col): x (channels [c0, c1) of IN) += scatter of
- * cols. Zeroes the padded positions of cols on the way (CP(shift_add)). */
-static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) {
-  const CP(cols_job) *j = arg;
-  const geom *gm = j->gm;
-  CT *cols = j->cols;
-  CT *x = j->x;
-  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t kd = 0; kd < gm->k[0]; kd++)
-      for (int64_t kh = 0; kh < gm->k[1]; kh++)
-        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
-          CT *xc = x + c * IN;
-          for (int64_t od = 0; od < gm->out[0]; od++) {
-            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
-            if (id < 0 || id >= gm->in[0]) continue;
-            if (same_width(gm)) {
-              CP(shift_add)(gm, kh, kw, row + od * gm->out[1] * gm->out[2], xc + id * gm->in[1] * gm->in[2]);
-              continue;
-            }
-            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
-              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
-              if (ih < 0 || ih >= gm->in[1]) continue;
-              const CT *src = row + (od * gm->out[1] + oh) * gm->out[2];
-              /* only the outputs [lo, hi) land inside the row (as in
-               * CP(im2col_range)): no test per element, same sums */
-              int64_t lo, hi, off = kw * gm->d[2] - gm->p[2];
-              cols_span(gm, off, &lo, &hi);
-              int64_t base = (id * gm->in[1] + ih) * gm->in[2] + off;
-              if (gm->s[2] == 1)
-                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow] += src[ow];
-              else
-                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow * gm->s[2]] += src[ow];
-            }
-          }
-        }
-}
-
+/* The adjoint of CP(im2col): x += the scatter of cols. */
 static void CP(col2im)(const geom *gm, CT *cols, int64_t cg, CT *x) {
   CP(cols_job) j = {gm, x, cols};
   disp__parallel_for(0, cg, cols_grain(gm), CP(col2im_range), &j);
