@@ -17,11 +17,12 @@ typedef struct CP(cols_job) {
 } CP(cols_job);
 
 #if CONV_HAVE_VECTORS
-/* 32 bytes of CT: the row loops below go a vector at a time, as the -O2
- * build vectorizes no loop; each element's operation is the same either
- * way, so results do not change. */
-typedef CT CP(vec) __attribute__((vector_size(32)));
-enum { CP(VLEN) = 32 / sizeof(CT) };
+/* 16 bytes of CT (the baseline's SSE register; a 32-byte vector would go
+ * through the stack there): the row loops below go a vector at a time, as
+ * the -O2 build vectorizes no loop; each element's operation is the same
+ * either way, so results do not change. */
+typedef CT CP(vec) __attribute__((vector_size(16)));
+enum { CP(VLEN) = 16 / sizeof(CT) };
 #endif
 
 /* dst[i] += src[i] for i < n. */
