@@ -179,7 +179,8 @@ static void CP(each_tap)(const CP(cols_job) *j, int64_t c0, int64_t c1, CP(tap_f
       for (int64_t kw = 0; kw < gm->k[2]; kw++) {
         int64_t kk = (kd * gm->k[1] + kh) * gm->k[2] + kw;
         tap_span t = same ? same_tap(gm, kh, kw) : (tap_span){0};
-        for (int64_t c = c0; c < c1; c++) fn(gm, same ? &t : NULL, kd, kh, kw, j->x + c * IN, j->cols + (c * K + kk) * OUT);
+        for (int64_t c = c0; c < c1; c++)
+          fn(gm, same ? &t : NULL, kd, kh, kw, j->x + c * IN, j->cols + (c * K + kk) * OUT);
       }
 }
 
