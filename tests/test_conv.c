@@ -1,8 +1,9 @@
 /*
  * test_conv - convolution (1-D, 2-D, 3-D, groups, stride, padding,
- * dilation, transposed) against a naive direct loop, convolution_backward
- * against the adjoint identities <conv(x), dy> = <x, dX> = <w, dW>, both
- * GEMM paths, Meta geometry against CPU, and max-pooling corner cases.
+ * dilation, transposed; with a bias) against a naive direct loop,
+ * convolution_backward against the adjoint identities <conv(x) + b, dy> =
+ * <x, dX> + <b, db> = <w, dW> + <b, db>, both GEMM paths, Meta geometry
+ * against CPU, and max-pooling corner cases.
  * Inputs are multiples of 1/8, so float64 results are exact.
  */
 #include <math.h>
@@ -100,17 +101,19 @@ static int run_case(const cfg *c, int transposed) {
   int64_t xs[5], ws[5];
   int nd;
   sizes_of(c, transposed, xs, ws, &nd);
-  disp_tensor *x = randt(xs, nd), *w = randt(ws, nd), *y = NULL, *y2 = NULL;
+  int64_t nb = c->co;
+  disp_tensor *x = randt(xs, nd), *w = randt(ws, nd), *b = randt(&nb, 1), *y = NULL, *y2 = NULL;
   int sd = c->sd;
   int64_t st[3], pd[3], dl[3], op[3];
   for (int i = 0; i < sd; i++) st[i] = c->s[3 - sd + i], pd[i] = c->p[3 - sd + i], dl[i] = c->d[3 - sd + i], op[i] = c->op[3 - sd + i];
-  ASSERT_OK(disp_aten_convolution(x, w, NULL, il(st, sd), il(pd, sd), il(dl, sd), transposed, il(op, sd), c->g, &y));
+  ASSERT_OK(disp_aten_convolution(x, w, b, il(st, sd), il(pd, sd), il(dl, sd), transposed, il(op, sd), c->g, &y));
   disp__gemm_force_portable(1);
-  ASSERT_OK(disp_aten_convolution(x, w, NULL, il(st, sd), il(pd, sd), il(dl, sd), transposed, il(op, sd), c->g, &y2));
+  ASSERT_OK(disp_aten_convolution(x, w, b, il(st, sd), il(pd, sd), il(dl, sd), transposed, il(op, sd), c->g, &y2));
   disp__gemm_force_portable(0);
-  int64_t n = disp_tensor_numel(y);
+  int64_t n = disp_tensor_numel(y), plane = n / (c->n * c->co);
   double *ref = malloc(sizeof(double) * (size_t)(n + 1));
   naive(c, transposed, disp_tensor_data_ptr(x), disp_tensor_data_ptr(w), ref);
+  for (int64_t i = 0; i < n; i++) ref[i] += ((const double *)disp_tensor_data_ptr(b))[i / plane % c->co];
   const double *got = disp_tensor_data_ptr(y), *got2 = disp_tensor_data_ptr(y2);
   for (int64_t i = 0; i < n; i++)
     if (got[i] != ref[i] || got2[i] != ref[i])
@@ -136,7 +139,8 @@ static int run_case(const cfg *c, int transposed) {
     ASSERT_CONTAINS(disp_last_error(), "output_padding is not supported for non-transposed convolutions; got: [1, 1]");
     ASSERT_TRUE(e0 == NULL && e1 == NULL && e2 == NULL);
   }
-  double lhs = dot(y, dy);
+  /* <conv(x) + b, dy> = <x, dX> + <b, db> = <w, dW> + <b, db> */
+  double lhs = dot(y, dy) - dot(b, gb);
   ASSERT_TRUE(lhs == dot(x, gi));
   ASSERT_TRUE(lhs == dot(w, gw));
   double sum = 0;
@@ -146,8 +150,8 @@ static int run_case(const cfg *c, int transposed) {
   for (int64_t i = 0; i < bsz; i++) gsum += gbp[i];
   ASSERT_TRUE(sum == gsum);
   free(ref);
-  disp_tensor_release(x), disp_tensor_release(w), disp_tensor_release(y), disp_tensor_release(y2);
-  disp_tensor_release(dy), disp_tensor_release(gi), disp_tensor_release(gw), disp_tensor_release(gb);
+  disp_tensor_release(x), disp_tensor_release(w), disp_tensor_release(b), disp_tensor_release(y);
+  disp_tensor_release(y2), disp_tensor_release(dy), disp_tensor_release(gi), disp_tensor_release(gw), disp_tensor_release(gb);
   return 0;
 }
 
@@ -196,30 +200,30 @@ static int same_values(const disp_tensor *f, const disp_tensor *d) {
   return 0;
 }
 
-/* The float32 primitives (sgemm, the vector row add of col2im) on a CNN's
- * 3x3 "same" convolution, forward and both gradients, against float64. */
+/* The float32 primitives (sgemm, the vector row add of col2im, the vector
+ * plane sums of the bias gradient, planes of 117: tails past the vectors)
+ * on a CNN's 3x3 "same" convolution, forward and the three gradients,
+ * against float64. */
 TEST(conv_float32_matches_float64) {
-  const int64_t xs[4] = {3, 4, 9, 13}, ws[4] = {5, 4, 3, 3}, ys[4] = {3, 5, 9, 13}, one[2] = {1, 1};
+  const int64_t xs[4] = {3, 4, 9, 13}, ws[4] = {5, 4, 3, 3}, ys[4] = {3, 5, 9, 13}, one[2] = {1, 1}, nb = 5;
   disp_tensor *x = randt(xs, 4), *w = randt(ws, 4), *dy = randt(ys, 4);
   disp_tensor *xf = as_f32(x), *wf = as_f32(w), *dyf = as_f32(dy);
   ASSERT_TRUE(x && w && dy && xf && wf && dyf);
-  bool mask[3] = {true, true, false};
+  bool mask[3] = {true, true, true};
   disp_bool_list ml = {mask, 3};
-  disp_opt_int_list nob = {{NULL, 0}, false};
+  disp_opt_int_list bsz = {{&nb, 1}, true};
   const int64_t zero[2] = {0, 0};
-  disp_tensor *r[2][3] = {{NULL}};
+  disp_tensor *r[2][4] = {{NULL}};
   for (int f = 0; f < 2; f++) {
     ASSERT_OK(disp_aten_convolution(f ? xf : x, f ? wf : w, NULL, il(one, 2), il(one, 2), il(one, 2), false,
                                     il(zero, 2), 1, &r[f][0]));
-    disp_tensor *unused = NULL;
-    ASSERT_OK(disp_aten_convolution_backward(f ? dyf : dy, f ? xf : x, f ? wf : w, nob, il(one, 2), il(one, 2),
-                                             il(one, 2), false, il(zero, 2), 1, ml, &r[f][1], &r[f][2], &unused));
-    ASSERT_TRUE(unused == NULL);
+    ASSERT_OK(disp_aten_convolution_backward(f ? dyf : dy, f ? xf : x, f ? wf : w, bsz, il(one, 2), il(one, 2),
+                                             il(one, 2), false, il(zero, 2), 1, ml, &r[f][1], &r[f][2], &r[f][3]));
   }
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < 4; k++)
     if (same_values(r[1][k], r[0][k])) return 1;
   for (int f = 0; f < 2; f++)
-    for (int k = 0; k < 3; k++) disp_tensor_release(r[f][k]);
+    for (int k = 0; k < 4; k++) disp_tensor_release(r[f][k]);
   disp_tensor_release(x), disp_tensor_release(w), disp_tensor_release(dy);
   disp_tensor_release(xf), disp_tensor_release(wf), disp_tensor_release(dyf);
   return 0;

@@ -38,7 +38,7 @@ static disp_tensor *filled(const int64_t *sizes, int nd, disp_dtype dt, int seed
 
 /* Up to 3 results of one computation. */
 typedef struct results {
-  disp_tensor *t[3];
+  disp_tensor *t[4];
   int n;
 } results;
 
@@ -143,23 +143,22 @@ TEST(pointwise_and_copies_equal_at_any_thread_count) {
 /* ---- conv, pooling, losses, products ------------------------------------ */
 
 /* 20 samples: the weight gradient sums them in three chunks (conv.c's
- * wgrad_chunks), which the threads share. */
+ * wgrad_chunks), which the threads share, as they share the bias
+ * gradient's channels. */
 static disp_status conv(results *r) {
   int64_t xs[4] = {20, 3, 24, 24}, ws[4] = {16, 3, 3, 3}, bs[1] = {16}, one[2] = {1, 1}, pad[2] = {1, 1};
   int64_t gs[4] = {20, 16, 24, 24};
   disp_tensor *x = filled(xs, 4, DISP_DTYPE_FLOAT32, 8), *w = filled(ws, 4, DISP_DTYPE_FLOAT32, 9);
   disp_tensor *b = filled(bs, 1, DISP_DTYPE_FLOAT32, 10), *g = filled(gs, 4, DISP_DTYPE_FLOAT32, 11);
   disp_status st = disp_aten_conv2d(x, w, b, ints(one, 2), ints(pad, 2), ints(one, 2), 1, &r->t[0]);
-  bool mask[3] = {true, true, false};
+  bool mask[3] = {true, true, true};
   disp_bool_list m = {mask, 3};
-  disp_opt_int_list nob = {{bs, 1}, true};
-  disp_tensor *unused = NULL;
+  disp_opt_int_list bsz = {{bs, 1}, true};
   int64_t zero[2] = {0, 0};
   if (st == DISP_OK)
-    st = disp_aten_convolution_backward(g, x, w, nob, ints(one, 2), ints(pad, 2), ints(one, 2), false, ints(zero, 2), 1,
-                                        m, &r->t[1], &r->t[2], &unused);
-  r->n = st == DISP_OK ? 3 : (r->t[0] != NULL);
-  disp_tensor_release(unused);
+    st = disp_aten_convolution_backward(g, x, w, bsz, ints(one, 2), ints(pad, 2), ints(one, 2), false, ints(zero, 2), 1,
+                                        m, &r->t[1], &r->t[2], &r->t[3]);
+  r->n = st == DISP_OK ? 4 : (r->t[0] != NULL);
   disp_tensor_release(x), disp_tensor_release(w), disp_tensor_release(b), disp_tensor_release(g);
   return st;
 }

@@ -57,7 +57,7 @@ static int64_t cols_grain(const geom *gm) { return work_grain((double)prod3(gm->
 
 enum { PRIM_FWD, PRIM_BWD_IN, PRIM_BWD_W };
 
-/* conv_prim.h's float row add is written with vector extensions. */
+/* conv_prim.h's row loops (add, fill) use GCC's vector extensions. */
 #if defined(__GNUC__)
 #define CONV_HAVE_VECTORS 1
 #else
@@ -89,6 +89,36 @@ static void rows_span(const geom *gm, int64_t kh, int64_t *a, int64_t *b) {
   *a = l, *b = h < l ? l : h > gm->out[1] ? gm->out[1] : h;
 }
 
+/* Where tap (kh, kw) of a same_width convolution reads: output rows [a, b)
+ * and columns [lo, hi) lie inside the input plane, and each output q of
+ * the block [q0, q1) = [a*W + lo, (b-1)*W + hi) reads input q + shift
+ * (the block also spans the padded columns between its rows); empty (and
+ * the rest zero) when no output reads the input. */
+typedef struct tap_span {
+  int64_t a, b, lo, hi, q0, q1, shift;
+  int empty;
+} tap_span;
+
+static tap_span same_tap(const geom *gm, int64_t kh, int64_t kw) {
+  tap_span t = {0};
+  int64_t W = gm->out[2], off = kw * gm->d[2] - gm->p[2];
+  rows_span(gm, kh, &t.a, &t.b);
+  cols_span(gm, off, &t.lo, &t.hi);
+  t.empty = t.a >= t.b || t.lo >= t.hi;
+  if (t.empty) return t; /* (the shift of a tap that reads nothing may not fit int64) */
+  t.shift = (kh * gm->d[1] - gm->p[1]) * W + off;
+  t.q0 = t.a * W + t.lo;
+  t.q1 = (t.b - 1) * W + t.hi;
+  return t;
+}
+
+/* The input depth slice read by output slice od at depth tap kd, or -1
+ * when it is padding. */
+static int64_t depth_in(const geom *gm, int64_t od, int64_t kd) {
+  int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+  return id >= 0 && id < gm->in[0] ? id : -1;
+}
+
 /* The weight gradient's chunks of samples: about WGRAD_SAMPLES samples
  * each, at most WGRAD_CHUNKS of them and WGRAD_BYTES of partial sums (a
  * weight-sized buffer per chunk). A function of the shapes alone, never of
@@ -103,21 +133,6 @@ static int64_t wgrad_chunks(const geom *gm, size_t elem) {
   if (c > WGRAD_CHUNKS) c = WGRAD_CHUNKS;
   while (c > 1 && (double)c * wbytes > WGRAD_BYTES) c--;
   return c < 1 ? 1 : c;
-}
-
-/* y[n, c, ...] += bias[c] (already rounded to the output dtype, then
- * widened); float planes through the CPU capability's vector add. */
-static void add_bias(disp_dtype ct, void *y, const double *bias, int64_t n, int64_t c, int64_t sp) {
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t ch = 0; ch < c; ch++) {
-      if (ct == DISP_DTYPE_FLOAT32) {
-        float *plane = (float *)y + (i * c + ch) * sp, b = (float)bias[ch];
-        disp__cpu_kernels()->add_f32(plane, plane, &b, 0, 1.0f, sp);
-      } else {
-        double *plane = (double *)y + (i * c + ch) * sp;
-        for (int64_t k = 0; k < sp; k++) plane[k] += bias[ch];
-      }
-    }
 }
 
 /* The primitives, once per compute type: float for float32 tensors (as
@@ -456,8 +471,7 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
     st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   } else {
     /* the bias is first converted to the result's dtype (the slow kernels
-     * copy it into the output, then accumulate); each sample adds it while
-     * its output is still in cache */
+     * copy it into the output, then accumulate onto it) */
     for (int64_t c = 0; bias && c < osz[1]; c++) {
       char cv[16];
       disp__convert_elem(cv, out->dtype, (char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
@@ -521,7 +535,6 @@ static disp_status backward_bias(const char *op, disp_tensor *gb, disp_dtype ct,
                                  int64_t c, int64_t sp) {
   void *ro = NULL, *r = disp__conv_out_as(gb, ct, &ro);
   if (!r) return disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
-  memset(r, 0, disp_dtype_itemsize(ct) * (size_t)c);
   if (ct == DISP_DTYPE_FLOAT32) sum_bias_f32(r, dy, n, c, sp);
   else sum_bias_f64(r, dy, n, c, sp);
   disp__conv_out_done(gb, ro, ct, 1);

@@ -16,15 +16,21 @@ typedef struct CP(cols_job) {
   CT *x, *cols;
 } CP(cols_job);
 
-/* dst[i] += src[i] for i < n (float: four at a time in an SSE-sized
- * vector, as the -O2 build vectorizes no loop; each element's add is the
- * same either way). */
+#if CONV_HAVE_VECTORS
+/* 16 bytes of CT (the baseline's SSE register; a 32-byte vector would go
+ * through the stack there): the row loops below go a vector at a time, as
+ * the -O2 build vectorizes no loop; each element's operation is the same
+ * either way, so results do not change. */
+typedef CT CP(vec) __attribute__((vector_size(16)));
+enum { CP(VLEN) = 16 / sizeof(CT) };
+#endif
+
+/* dst[i] += src[i] for i < n. */
 static void CP(add_to)(CT *dst, const CT *src, int64_t n) {
   int64_t i = 0;
-#if CONV_HAVE_VECTORS && defined(CT_IS_FLOAT)
-  typedef float vec4 __attribute__((vector_size(16)));
-  for (; i + 4 <= n; i += 4) {
-    vec4 a, b;
+#if CONV_HAVE_VECTORS
+  for (; i + CP(VLEN) <= n; i += CP(VLEN)) {
+    CP(vec) a, b;
     memcpy(&a, dst + i, sizeof a);
     memcpy(&b, src + i, sizeof b);
     a += b;
@@ -34,135 +40,161 @@ static void CP(add_to)(CT *dst, const CT *src, int64_t n) {
   for (; i < n; i++) dst[i] += src[i];
 }
 
-/* same_width (conv.c): the row of columns of tap (kh, kw) for one depth
- * slice, dst (out[1] x W), from the input plane xp (in[1] x W) or NULL
- * (a padded slice): the inside rows [a, b) and columns [lo, hi) copied as
- * one block, every other position zero. */
-static void CP(shift_copy)(const geom *gm, int64_t kh, int64_t kw, const CT *xp, CT *dst) {
-  int64_t W = gm->out[2], n = gm->out[1] * W, a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
-  rows_span(gm, kh, &a, &b);
-  cols_span(gm, off, &lo, &hi);
-  if (!xp || a >= b || lo >= hi) {
+/* dst[i] = v for i < n. */
+static void CP(fill)(CT *dst, CT v, int64_t n) {
+  int64_t i = 0;
+#if CONV_HAVE_VECTORS
+  CP(vec) vv = {0};
+  vv += v;
+  for (; i + CP(VLEN) <= n; i += CP(VLEN)) memcpy(dst + i, &vv, sizeof vv);
+#endif
+  for (; i < n; i++) dst[i] = v;
+}
+
+/* Zeroes the padded columns [0, lo) and [hi, W) of rows [a, b) of tap t
+ * in p (a plane of width W), a column at a time: strided stores, where a
+ * loop per row becomes two tiny memset calls per row. */
+static void CP(zero_pad_columns)(CT *p, int64_t W, const tap_span *t) {
+  for (int64_t ow = 0; ow < t->lo; ow++)
+    for (int64_t oh = t->a; oh < t->b; oh++) p[oh * W + ow] = 0;
+  for (int64_t ow = t->hi; ow < W; ow++)
+    for (int64_t oh = t->a; oh < t->b; oh++) p[oh * W + ow] = 0;
+}
+
+/* same_width (conv.c): tap t's row of columns for one depth slice, dst
+ * (out[1] x W), from the input plane xp (in[1] x W) or NULL (a padded
+ * slice): the inside block copied at once, every other position zero. */
+static void CP(shift_copy)(const geom *gm, const tap_span *t, const CT *xp, CT *dst) {
+  int64_t W = gm->out[2], n = gm->out[1] * W;
+  if (!xp || t->empty) {
     memset(dst, 0, sizeof(CT) * (size_t)n);
     return;
   }
-  /* dst[q] = xp[q + shift] for q in [q0, q1) */
-  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
-  memset(dst, 0, sizeof(CT) * (size_t)q0);
-  memcpy(dst + q0, xp + (q0 + shift), sizeof(CT) * (size_t)(q1 - q0));
-  memset(dst + q1, 0, sizeof(CT) * (size_t)(n - q1));
+  memset(dst, 0, sizeof(CT) * (size_t)t->q0);
+  memcpy(dst + t->q0, xp + (t->q0 + t->shift), sizeof(CT) * (size_t)(t->q1 - t->q0));
+  memset(dst + t->q1, 0, sizeof(CT) * (size_t)(n - t->q1));
   /* the block also copied the neighbouring rows' ends into the padded columns */
-  for (int64_t oh = a; oh < b; oh++) {
-    for (int64_t ow = 0; ow < lo; ow++) dst[oh * W + ow] = 0;
-    for (int64_t ow = hi; ow < W; ow++) dst[oh * W + ow] = 0;
-  }
+  CP(zero_pad_columns)(dst, W, t);
 }
 
 /* The adjoint of CP(shift_copy): xp += the inside part of src, as one block
- * after src's padded columns are zeroed (so the block adds +0 there: x is
- * never -0, starting from +0, so adding +0 leaves every bit, and each
- * element sees its real terms in the same order). */
-static void CP(shift_add)(const geom *gm, int64_t kh, int64_t kw, CT *src, CT *xp) {
-  int64_t W = gm->out[2], a, b, lo, hi, off = kw * gm->d[2] - gm->p[2];
-  rows_span(gm, kh, &a, &b);
+ * after src's padded columns are zeroed (so the block adds +0 there, which
+ * leaves every bit of an x that is not -0; x starts as +0, where sums
+ * never reach -0, or as a bias, where only a -0 bias with nothing but -0
+ * terms could turn +0; each element sees its real terms in the same
+ * order). */
+static void CP(shift_add)(const geom *gm, const tap_span *t, CT *src, CT *xp) {
+  if (t->empty) return;
+  CP(zero_pad_columns)(src, gm->out[2], t);
+  CP(add_to)(xp + (t->q0 + t->shift), src + t->q0, t->q1 - t->q0);
+}
+
+/* One tap's row of the columns (OUT) and one channel xc of the input:
+ * CP(im2col_tap) fills the row from xc, CP(col2im_tap) adds it back. t is
+ * the tap's span when same_width, else NULL. */
+typedef void (*CP(tap_fn))(const geom *gm, const tap_span *t, int64_t kd, int64_t kh, int64_t kw, CT *xc,
+                           CT *row);
+
+/* Any geometry: the row of tap (kd, kh, kw) from channel xc. */
+static void CP(im2col_row)(const geom *gm, int64_t kd, int64_t kh, int64_t kw, const CT *xc, CT *row) {
+  /* the outputs [lo, hi) of a line whose iw = ow*s - p + kw*d falls inside
+   * the input line: copied (one memcpy at stride 1); the rest padding */
+  int64_t off = kw * gm->d[2] - gm->p[2], lo, hi;
   cols_span(gm, off, &lo, &hi);
-  if (a >= b || lo >= hi) return;
-  for (int64_t oh = a; oh < b; oh++) {
-    for (int64_t ow = 0; ow < lo; ow++) src[oh * W + ow] = 0;
-    for (int64_t ow = hi; ow < W; ow++) src[oh * W + ow] = 0;
+  /* one memset for every padded position of the row, not two tiny ones
+   * per output line */
+  memset(row, 0, sizeof(CT) * (size_t)prod3(gm->out));
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+    for (int64_t oh = 0; oh < gm->out[1] && id >= 0 && id < gm->in[0]; oh++) {
+      int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+      if (ih < 0 || ih >= gm->in[1] || hi <= lo) continue;
+      CT *dst = row + (od * gm->out[1] + oh) * gm->out[2];
+      const CT *src = xc + (id * gm->in[1] + ih) * gm->in[2] + off;
+      if (gm->s[2] == 1) memcpy(dst + lo, src + lo, sizeof(CT) * (size_t)(hi - lo));
+      else
+        for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * gm->s[2]];
+    }
   }
-  int64_t shift = (kh * gm->d[1] - gm->p[1]) * W + off, q0 = a * W + lo, q1 = (b - 1) * W + hi;
-  CP(add_to)(xp + (q0 + shift), src + q0, q1 - q0);
 }
 
-/* cols[(c*K + kk)][o] for channels [c0, c1) of sample x (C x IN). */
-static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) {
-  const CP(cols_job) *j = arg;
+/* The adjoint of CP(im2col_row): xc += the scatter of row. */
+static void CP(col2im_row)(const geom *gm, int64_t kd, int64_t kh, int64_t kw, const CT *row, CT *xc) {
+  /* only the outputs [lo, hi) land inside a line (as in CP(im2col_row)):
+   * no test per element, same sums */
+  int64_t off = kw * gm->d[2] - gm->p[2], lo, hi;
+  cols_span(gm, off, &lo, &hi);
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
+    for (int64_t oh = 0; oh < gm->out[1] && id >= 0 && id < gm->in[0]; oh++) {
+      int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
+      if (ih < 0 || ih >= gm->in[1] || hi <= lo) continue;
+      const CT *src = row + (od * gm->out[1] + oh) * gm->out[2];
+      CT *dst = xc + (id * gm->in[1] + ih) * gm->in[2] + off;
+      if (gm->s[2] == 1)
+        for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
+      else
+        for (int64_t ow = lo; ow < hi; ow++) dst[ow * gm->s[2]] += src[ow];
+    }
+  }
+}
+
+static void CP(im2col_tap)(const geom *gm, const tap_span *t, int64_t kd, int64_t kh, int64_t kw, CT *xc,
+                           CT *row) {
+  if (!t) {
+    CP(im2col_row)(gm, kd, kh, kw, xc, row);
+    return;
+  }
+  int64_t plane_in = gm->in[1] * gm->in[2], plane_out = gm->out[1] * gm->out[2];
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = depth_in(gm, od, kd);
+    CP(shift_copy)(gm, t, id >= 0 ? xc + id * plane_in : NULL, row + od * plane_out);
+  }
+}
+
+/* Zeroes the padded positions of row on the way (CP(shift_add)). */
+static void CP(col2im_tap)(const geom *gm, const tap_span *t, int64_t kd, int64_t kh, int64_t kw, CT *xc,
+                           CT *row) {
+  if (!t) {
+    CP(col2im_row)(gm, kd, kh, kw, row, xc);
+    return;
+  }
+  int64_t plane_in = gm->in[1] * gm->in[2], plane_out = gm->out[1] * gm->out[2];
+  for (int64_t od = 0; od < gm->out[0]; od++) {
+    int64_t id = depth_in(gm, od, kd);
+    if (id >= 0) CP(shift_add)(gm, t, row + od * plane_out, xc + id * plane_in);
+  }
+}
+
+/* fn over the rows cols[(c*K + kk)] of channels [c0, c1) of j->x (C x IN),
+ * a tap at a time (its span worked out once for every channel). col2im
+ * still gives each element of x its terms in tap order: a tap sends at
+ * most one term to it. */
+static void CP(each_tap)(const CP(cols_job) *j, int64_t c0, int64_t c1, CP(tap_fn) fn) {
   const geom *gm = j->gm;
-  const CT *x = j->x;
-  CT *cols = j->cols;
   int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t kd = 0; kd < gm->k[0]; kd++)
-      for (int64_t kh = 0; kh < gm->k[1]; kh++)
-        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
-          const CT *xc = x + c * IN;
-          if (same_width(gm)) {
-            for (int64_t od = 0; od < gm->out[0]; od++) {
-              int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0], plane = gm->in[1] * gm->in[2];
-              CP(shift_copy)(gm, kh, kw, id >= 0 && id < gm->in[0] ? xc + id * plane : NULL,
-                             row + od * gm->out[1] * gm->out[2]);
-            }
-            continue;
-          }
-          /* one memset for every padded position of this row of cols, not
-           * two tiny ones per output line */
-          memset(row, 0, sizeof(CT) * (size_t)OUT);
-          for (int64_t od = 0; od < gm->out[0]; od++) {
-            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
-            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
-              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
-              CT *dst = row + (od * gm->out[1] + oh) * gm->out[2];
-              int inside = id >= 0 && id < gm->in[0] && ih >= 0 && ih < gm->in[1];
-              /* the outputs [lo, hi) whose iw = ow*s - p + kw*d falls inside
-               * the row: copied (one memcpy at stride 1); the rest padding */
-              int64_t off = kw * gm->d[2] - gm->p[2], lo = 0, hi = 0;
-              if (inside) cols_span(gm, off, &lo, &hi);
-              int64_t base = inside ? (id * gm->in[1] + ih) * gm->in[2] + off : 0;
-              /* padding was zeroed with the whole row above */
-              if (gm->s[2] == 1 && hi > lo) memcpy(dst + lo, xc + base + lo, sizeof(CT) * (size_t)(hi - lo));
-              else
-                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = xc[base + ow * gm->s[2]];
-            }
-          }
-        }
+  int same = same_width(gm);
+  for (int64_t kd = 0; kd < gm->k[0]; kd++)
+    for (int64_t kh = 0; kh < gm->k[1]; kh++)
+      for (int64_t kw = 0; kw < gm->k[2]; kw++) {
+        int64_t kk = (kd * gm->k[1] + kh) * gm->k[2] + kw;
+        tap_span t = same ? same_tap(gm, kh, kw) : (tap_span){0};
+        for (int64_t c = c0; c < c1; c++)
+          fn(gm, same ? &t : NULL, kd, kh, kw, j->x + c * IN, j->cols + (c * K + kk) * OUT);
+      }
 }
 
+static void CP(im2col_range)(int64_t c0, int64_t c1, void *arg) { CP(each_tap)(arg, c0, c1, CP(im2col_tap)); }
+
+static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) { CP(each_tap)(arg, c0, c1, CP(col2im_tap)); }
+
+/* cols[(c*K + kk)][o] for the cg channels of sample x. */
 static void CP(im2col)(const geom *gm, const CT *x, int64_t cg, CT *cols) {
   CP(cols_job) j = {gm, (CT *)(uintptr_t)x, cols};
   disp__parallel_for(0, cg, cols_grain(gm), CP(im2col_range), &j);
 }
 
-/* The adjoint of CP(im2col): x (channels [c0, c1) of IN) += scatter of
- * cols. Zeroes the padded positions of cols on the way (CP(shift_add)). */
-static void CP(col2im_range)(int64_t c0, int64_t c1, void *arg) {
-  const CP(cols_job) *j = arg;
-  const geom *gm = j->gm;
-  CT *cols = j->cols;
-  CT *x = j->x;
-  int64_t K = prod3(gm->k), OUT = prod3(gm->out), IN = prod3(gm->in);
-  for (int64_t c = c0; c < c1; c++)
-    for (int64_t kd = 0; kd < gm->k[0]; kd++)
-      for (int64_t kh = 0; kh < gm->k[1]; kh++)
-        for (int64_t kw = 0; kw < gm->k[2]; kw++) {
-          CT *row = cols + (c * K + (kd * gm->k[1] + kh) * gm->k[2] + kw) * OUT;
-          CT *xc = x + c * IN;
-          for (int64_t od = 0; od < gm->out[0]; od++) {
-            int64_t id = od * gm->s[0] - gm->p[0] + kd * gm->d[0];
-            if (id < 0 || id >= gm->in[0]) continue;
-            if (same_width(gm)) {
-              CP(shift_add)(gm, kh, kw, row + od * gm->out[1] * gm->out[2], xc + id * gm->in[1] * gm->in[2]);
-              continue;
-            }
-            for (int64_t oh = 0; oh < gm->out[1]; oh++) {
-              int64_t ih = oh * gm->s[1] - gm->p[1] + kh * gm->d[1];
-              if (ih < 0 || ih >= gm->in[1]) continue;
-              const CT *src = row + (od * gm->out[1] + oh) * gm->out[2];
-              /* only the outputs [lo, hi) land inside the row (as in
-               * CP(im2col_range)): no test per element, same sums */
-              int64_t lo, hi, off = kw * gm->d[2] - gm->p[2];
-              cols_span(gm, off, &lo, &hi);
-              int64_t base = (id * gm->in[1] + ih) * gm->in[2] + off;
-              if (gm->s[2] == 1)
-                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow] += src[ow];
-              else
-                for (int64_t ow = lo; ow < hi; ow++) xc[base + ow * gm->s[2]] += src[ow];
-            }
-          }
-        }
-}
-
+/* The adjoint of CP(im2col): x += the scatter of cols. */
 static void CP(col2im)(const geom *gm, CT *cols, int64_t cg, CT *x) {
   CP(cols_job) j = {gm, x, cols};
   disp__parallel_for(0, cg, cols_grain(gm), CP(col2im_range), &j);
@@ -188,12 +220,29 @@ typedef struct CP(prim_job) {
   const geom *gm;
   const CT *a, *b;
   CT *y;
-  const double *bias; /* added to each sample's output, or NULL */
+  const double *bias; /* the output's starting value per channel, or NULL (zero) */
   atomic_int failed;
 } CP(prim_job);
 
+/* planes consecutive planes of sp elements: plane i set to bias[i], or
+ * zeroed when bias is NULL. */
+static void CP(init_planes)(CT *y, const double *bias, int64_t planes, int64_t sp) {
+  if (!bias) {
+    memset(y, 0, sizeof(CT) * (size_t)(planes * sp));
+    return;
+  }
+  for (int64_t i = 0; i < planes; i++) CP(fill)(y + i * sp, (CT)bias[i], sp);
+}
+
 /* FWD or BWD_IN of samples [lo, hi): each writes only its own part of y,
- * so samples run on the library's threads, each with its own columns. */
+ * so samples run on the library's threads, each with its own columns.
+ * Every output starts as the bias (zero without one) and the products
+ * accumulate onto it, as 1.13's slow kernels do (output.copy_(bias), then
+ * gemm with beta 1, or col2im): no separate pass adds the bias. The
+ * products always take beta 1 onto a buffer set here: with beta 0
+ * OpenBLAS first zeroes C in a slow pass of its own (OpenBLAS 0.3.21 on
+ * Zen, the CNN's 288x196x64 input-gradient product: 98 us with beta 0,
+ * 83 us as memset and beta 1, the memset 2.4 us of it). */
 static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
   CP(prim_job) *j = arg;
   const geom *gm = j->gm;
@@ -201,25 +250,23 @@ static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
   int64_t cg = gm->ci / gm->g, og = gm->co / gm->g, ck = cg * prod3(gm->k);
   CT *cols = CP(cols_alloc)(gm);
   disp_status st = cols ? DISP_OK : DISP_ERR_NO_MEMORY;
-  for (int64_t n = lo; n < hi && st == DISP_OK; n++)
+  for (int64_t n = lo; n < hi && st == DISP_OK; n++) {
+    if (j->prim == PRIM_BWD_IN) CP(init_planes)(j->y + n * gm->ci * IN, j->bias, gm->ci, IN);
     for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
       const CT *w = j->b + g * og * ck;
       if (j->prim == PRIM_FWD) {
+        CT *y = j->y + (n * gm->co + g * og) * OUT;
+        CP(init_planes)(y, j->bias ? j->bias + g * og : NULL, og, OUT);
         CP(im2col)(gm, j->a + (n * gm->ci + g * cg) * IN, cg, cols);
-        st = CGEMM(og, OUT, ck, 1.0, CP(dm)((CT *)w, ck, 1), CP(dm)(cols, OUT, 1), 0.0,
-                            CP(dm)(j->y + (n * gm->co + g * og) * OUT, OUT, 1));
+        st = CGEMM(og, OUT, ck, 1.0, CP(dm)((CT *)w, ck, 1), CP(dm)(cols, OUT, 1), 1.0, CP(dm)(y, OUT, 1));
       } else {
+        memset(cols, 0, sizeof(CT) * (size_t)(ck * OUT));
         st = CGEMM(ck, OUT, og, 1.0, CP(dm)((CT *)w, 1, ck),
-                            CP(dm)((CT *)j->a + (n * gm->co + g * og) * OUT, OUT, 1), 0.0, CP(dm)(cols, OUT, 1));
+                   CP(dm)((CT *)j->a + (n * gm->co + g * og) * OUT, OUT, 1), 1.0, CP(dm)(cols, OUT, 1));
         if (st == DISP_OK) CP(col2im)(gm, cols, cg, j->y + (n * gm->ci + g * cg) * IN);
       }
     }
-  /* each sample's output plus the bias (FWD: co planes of OUT; BWD_IN, a
-   * transposed forward: ci planes of IN) */
-  int64_t ch = j->prim == PRIM_FWD ? gm->co : gm->ci, sp = j->prim == PRIM_FWD ? OUT : IN;
-  for (int64_t n = lo; n < hi && st == DISP_OK && j->bias; n++)
-    add_bias(sizeof(CT) == sizeof(float) ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64, j->y + n * ch * sp, j->bias, 1,
-             ch, sp);
+  }
   free(cols);
   if (st != DISP_OK) atomic_store(&j->failed, 1);
 }
@@ -286,13 +333,13 @@ static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *d
 
 /* Runs one primitive. FWD: a=X, b=W -> y=Y. BWD_IN: a=dY, b=W -> y=dX.
  * BWD_W: a=X, b=dY -> y=dW. Outputs are overwritten; bias (FWD and BWD_IN
- * only, else NULL) is added to every output channel. */
+ * only, else NULL) is added to every output channel (its value per
+ * channel, already rounded to the output dtype). */
 static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT *b, CT *y, const double *bias) {
   disp_status st = DISP_OK;
   if (prim == PRIM_BWD_W) {
     st = CP(prim_weight_grad)(gm, a, b, y);
   } else {
-    if (prim == PRIM_BWD_IN) memset(y, 0, sizeof(CT) * (size_t)(gm->n * gm->ci * prod3(gm->in)));
     CP(prim_job) j = {prim, gm, a, b, y, bias, 0};
     /* a sample's work: about its output and its columns */
     double per = ((double)gm->ci * (double)prod3(gm->in) + (double)gm->co * (double)prod3(gm->out)) *
@@ -306,39 +353,41 @@ static disp_status CP(run_prim)(int prim, const geom *gm, const CT *a, const CT 
 }
 
 
-/* r[c] += the sum of dy[n, c, ...] over n and the spatial dims, each
- * channel in sample then position order. Eight channels go side by side:
- * eight independent sums instead of one chain of dependent adds, and each
- * channel's order (so every bit) is unchanged. The blocks of eight run on
- * the library's threads (each writes only its own r[c]). */
-enum { CP(BIAS_LANES) = 8 };
+/* One (sample, channel) plane of the bias gradient summed alone: float
+ * with the CPU capability's vector cascade sum (the kernel of 1.13's
+ * at::sum), double in order. */
+static CT CP(plane_sum)(const CT *p, int64_t len) {
+#ifdef CT_IS_FLOAT
+  return disp__cpu_kernels()->sum_f32(p, len);
+#else
+  CT s = 0;
+  for (int64_t k = 0; k < len; k++) s += p[k];
+  return s;
+#endif
+}
 
+/* r[c] = the sum of dy[n, c, ...] over n and the spatial dims, in the order
+ * of 1.13's at::sum_out(grad_bias, grad_output, {0, 2, 3}): each plane
+ * summed alone (CP(plane_sum)), the planes added into r[c] in sample order.
+ * Channels [c0, c1) go to one thread, which walks them sample by sample
+ * (memory in order); each r[c] sees the same additions at any thread
+ * count. */
 typedef struct CP(bias_job) {
   CT *r;
   const CT *dy;
   int64_t n, c, sp;
 } CP(bias_job);
 
-static void CP(sum_bias_blocks)(int64_t b0, int64_t b1, void *arg) {
+static void CP(sum_bias_range)(int64_t c0, int64_t c1, void *arg) {
   const CP(bias_job) *j = arg;
-  int64_t n = j->n, c = j->c, sp = j->sp;
-  for (int64_t c0 = b0 * CP(BIAS_LANES); c0 < c && c0 < b1 * CP(BIAS_LANES); c0 += CP(BIAS_LANES)) {
-    int64_t m = c - c0 < CP(BIAS_LANES) ? c - c0 : CP(BIAS_LANES);
-    CT acc[CP(BIAS_LANES)];
-    for (int64_t k = 0; k < m; k++) acc[k] = j->r[c0 + k];
-    for (int64_t i = 0; i < n; i++) {
-      const CT *base = j->dy + (i * c + c0) * sp;
-      for (int64_t k = 0; k < sp; k++)
-        for (int64_t l = 0; l < m; l++) acc[l] += base[l * sp + k];
-    }
-    for (int64_t k = 0; k < m; k++) j->r[c0 + k] = acc[k];
-  }
+  for (int64_t ch = c0; ch < c1; ch++) j->r[ch] = 0;
+  for (int64_t i = 0; i < j->n; i++)
+    for (int64_t ch = c0; ch < c1; ch++) j->r[ch] += CP(plane_sum)(j->dy + (i * j->c + ch) * j->sp, j->sp);
 }
 
 static void CP(sum_bias)(CT *r, const CT *dy, int64_t n, int64_t c, int64_t sp) {
   CP(bias_job) j = {r, dy, n, c, sp};
-  int64_t blocks = (c + CP(BIAS_LANES) - 1) / CP(BIAS_LANES);
-  disp__parallel_for(0, blocks, work_grain((double)n * (double)sp * CP(BIAS_LANES)), CP(sum_bias_blocks), &j);
+  disp__parallel_for(0, c, work_grain((double)n * (double)sp), CP(sum_bias_range), &j);
 }
 
 #undef CP
