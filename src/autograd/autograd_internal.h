@@ -28,11 +28,17 @@ typedef struct ag_edge {
 } ag_edge;
 
 /* What a gradient flowing along an edge must look like: the forward
- * input's shape, dtype and device (PyTorch's InputMetadata). */
+ * input's shape, dtype and device (PyTorch's InputMetadata). Its strides
+ * and storage offset are kept too: formulas read them where 1.13 saves an
+ * input's geometry instead of the input (mm's self_sym_strides,
+ * as_strided's self_geometry), so the input itself need not be saved. */
 typedef struct ag_geom {
   int ndim;
-  int64_t sizes[8]; /* ndim <= 8 here; larger shapes keep heap_sizes */
-  int64_t *heap_sizes;
+  unsigned char has_strides; /* 0 for a tensor without strides (opaque) */
+  int64_t sizes[8];          /* ndim <= 8 here; larger shapes keep heap */
+  int64_t strides[8];
+  int64_t *heap;             /* ndim > 8: sizes, then strides */
+  int64_t storage_offset;
   disp_dtype dtype;
   disp_device device;
 } ag_geom;
@@ -84,8 +90,12 @@ void disp__node_release(disp_node *n); /* NULL ok; frees the chain iteratively *
 
 /* Records t's geometry into g (no allocation below 9 dims; 1 on OOM). */
 int disp__geom_set(ag_geom *g, const disp_tensor *t);
+/* dst = src with a heap block of its own; 1 on OOM (dst then owns nothing). */
+int disp__geom_copy(ag_geom *dst, const ag_geom *src);
 void disp__geom_clear(ag_geom *g);
 const int64_t *disp__geom_sizes(const ag_geom *g);
+/* NULL when the tensor had no strides. */
+const int64_t *disp__geom_strides(const ag_geom *g);
 
 /* The message for a second backward through freed saved tensors. */
 disp_status disp__node_fail_released(const disp_node *n);

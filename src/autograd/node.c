@@ -88,25 +88,45 @@ void disp__node_release(disp_node *n) {
 
 int disp__geom_set(ag_geom *g, const disp_tensor *t) {
   int nd = disp_tensor_ndim(t);
+  const int64_t *strides = disp_tensor_strides(t);
   g->ndim = nd;
+  g->has_strides = strides != NULL;
+  g->storage_offset = disp_tensor_storage_offset(t);
   g->dtype = disp_tensor_dtype(t);
   g->device = disp_tensor_device(t);
-  g->heap_sizes = NULL;
-  int64_t *dst = g->sizes;
+  g->heap = NULL;
+  int64_t *sz = g->sizes, *st = g->strides;
   if (nd > (int)(sizeof g->sizes / sizeof *g->sizes)) {
-    dst = g->heap_sizes = malloc((size_t)nd * sizeof *dst);
-    if (!dst) return 1;
+    sz = g->heap = malloc(2 * (size_t)nd * sizeof *sz);
+    if (!sz) return 1;
+    st = sz + nd;
   }
-  if (nd) memcpy(dst, disp_tensor_sizes(t), (size_t)nd * sizeof *dst);
+  if (nd) memcpy(sz, disp_tensor_sizes(t), (size_t)nd * sizeof *sz);
+  if (nd && strides) memcpy(st, strides, (size_t)nd * sizeof *st);
+  return 0;
+}
+
+int disp__geom_copy(ag_geom *dst, const ag_geom *src) {
+  *dst = *src;
+  dst->heap = NULL;
+  if (!src->heap) return 0;
+  dst->heap = malloc(2 * (size_t)src->ndim * sizeof *dst->heap);
+  if (!dst->heap) return 1;
+  memcpy(dst->heap, src->heap, 2 * (size_t)src->ndim * sizeof *dst->heap);
   return 0;
 }
 
 void disp__geom_clear(ag_geom *g) {
-  free(g->heap_sizes);
-  g->heap_sizes = NULL;
+  free(g->heap);
+  g->heap = NULL;
 }
 
-const int64_t *disp__geom_sizes(const ag_geom *g) { return g->heap_sizes ? g->heap_sizes : g->sizes; }
+const int64_t *disp__geom_sizes(const ag_geom *g) { return g->heap ? g->heap : g->sizes; }
+
+const int64_t *disp__geom_strides(const ag_geom *g) {
+  if (!g->has_strides) return NULL;
+  return g->heap ? g->heap + g->ndim : g->strides;
+}
 
 /* ---- the walk API ------------------------------------------------------- */
 

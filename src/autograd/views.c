@@ -176,16 +176,6 @@ static const ag_node_ops copy_slices_ops = {cs_apply, cs_release_saved, cs_free}
 
 /* ---- rebasing ---------------------------------------------------------------------------- */
 
-static int geom_copy(ag_geom *dst, const ag_geom *src) {
-  *dst = *src;
-  dst->heap_sizes = NULL;
-  if (!src->heap_sizes) return 0;
-  dst->heap_sizes = malloc((size_t)src->ndim * sizeof *dst->heap_sizes);
-  if (!dst->heap_sizes) return 1;
-  memcpy(dst->heap_sizes, src->heap_sizes, (size_t)src->ndim * sizeof *dst->heap_sizes);
-  return 0;
-}
-
 static disp_node *copy_slices_new(disp_tensor *base, disp_tensor *view, disp_node *fn, uint32_t out_nr) {
   copy_slices *s = calloc(1, sizeof *s);
   disp_node *n = s ? disp__node_new(&copy_slices_ops, "CopySlices", 1, fn->num_next ? fn->num_next : 1) : NULL;
@@ -199,7 +189,7 @@ static disp_node *copy_slices_new(disp_tensor *base, disp_tensor *view, disp_nod
   for (uint32_t e = 1; !oom && e < fn->num_next; e++) {
     n->next[e].fn = disp__node_retain(fn->next[e].fn);
     n->next[e].input_nr = fn->next[e].input_nr;
-    oom = geom_copy(&n->geom[e], &fn->geom[e]);
+    oom = disp__geom_copy(&n->geom[e], &fn->geom[e]);
   }
   if (oom) return disp__node_release(n), NULL;
   return n;
