@@ -3,8 +3,9 @@
  * as_strided_backward): grad is written through the output's geometry
  * into a zero "storage", which is then read through the input's geometry.
  *
- * The input's strides and storage offset come from the saved self (the
- * node keeps only sizes of its inputs). Two cases of 1.13's algorithm need
+ * The input's sizes, strides and storage offset come from its geometry
+ * recorded at forward time (1.13 saves self_geometry, not self, so the
+ * input may be modified in place before the backward pass). Two cases of 1.13's algorithm need
  * index_add, which this library does not have: an output geometry whose
  * elements may overlap (gradients of one element add up) and an input one
  * that may (the sum is split by the count). Both are refused with an
@@ -69,13 +70,14 @@ static disp_status trim_output(ag_ctx *c, disp_tensor *grad, geom *out, int *emp
   return st;
 }
 
-/* The saved input's geometry without size-1 dims. */
-static void trim_input(disp_tensor *self, geom *in, int *empty) {
+/* The input's geometry without size-1 dims. */
+static void trim_input(ag_ctx *c, geom *in, int *empty) {
+  int nd;
+  const int64_t *sizes = ag_input_sizes(c, 0, &nd), *strides = ag_input_strides(c, 0);
   in->n = 0;
-  for (int i = 0; i < disp_tensor_ndim(self); i++) {
-    int64_t s = disp_tensor_sizes(self)[i];
-    if (s == 0) *empty = 1;
-    if (s > 1) in->sizes[in->n] = s, in->strides[in->n++] = disp_tensor_strides(self)[i];
+  for (int i = 0; i < nd; i++) {
+    if (sizes[i] == 0) *empty = 1;
+    if (sizes[i] > 1) in->sizes[in->n] = sizes[i], in->strides[in->n++] = strides[i];
   }
 }
 
@@ -84,16 +86,17 @@ static disp_status unsupported(const char *what) {
 }
 
 /* Writes g into zeros of `total` elements through out's geometry at
- * out_off, and reads them back through self's geometry at in_off. */
-static disp_status scatter_gather(disp_tensor *g, disp_tensor *self, const geom *out, int64_t out_off, int64_t in_off,
+ * out_off, and reads them back through the input's geometry at in_off. */
+static disp_status scatter_gather(ag_ctx *c, disp_tensor *g, const geom *out, int64_t out_off, int64_t in_off,
                                   int64_t total, disp_tensor **res) {
+  int nd;
+  const int64_t *sizes = ag_input_sizes(c, 0, &nd);
   disp_tensor *storage = NULL, *view = NULL, *copied = NULL;
   disp_status st = ag_zeros_sized(g, &total, 1, &storage);
   disp_int_list os = {out->sizes, (size_t)out->n}, ot = {out->strides, (size_t)out->n};
   if (st == DISP_OK) st = disp_aten_as_strided(storage, os, ot, (disp_opt_int){out_off, true}, &view);
   if (st == DISP_OK) st = disp_aten_copy_(view, g, false, &copied);
-  disp_int_list is = {disp_tensor_sizes(self), (size_t)disp_tensor_ndim(self)};
-  disp_int_list it = {disp_tensor_strides(self), (size_t)disp_tensor_ndim(self)};
+  disp_int_list is = {sizes, (size_t)nd}, it = {ag_input_strides(c, 0), (size_t)nd};
   if (st == DISP_OK) st = disp_aten_as_strided(storage, is, it, (disp_opt_int){in_off, true}, res);
   disp_tensor_release(storage), disp_tensor_release(view), disp_tensor_release(copied);
   return st;
@@ -101,21 +104,24 @@ static disp_status scatter_gather(disp_tensor *g, disp_tensor *self, const geom 
 
 static disp_status as_strided_backward(ag_ctx *c, disp_tensor *const *grads, disp_tensor **res) {
   if (!ag_needs(c, 0)) return DISP_OK;
-  disp_tensor *self = ag_saved(c, 0), *g = NULL;
-  if (ag_int_list(c, 1).len > MAX_DIMS || disp_tensor_ndim(self) > MAX_DIMS) return unsupported("over 64 dims");
+  disp_tensor *g = NULL;
+  int nd;
+  ag_input_sizes(c, 0, &nd);
+  if (ag_int_list(c, 1).len > MAX_DIMS || nd > MAX_DIMS) return unsupported("over 64 dims");
+  if (!ag_input_strides(c, 0)) return unsupported("an input without strides");
   if (ag_create_graph(c)) return unsupported("create_graph (double backward)");
   geom out, in;
   int empty = 0;
   disp_status st = trim_output(c, grads[0], &out, &empty, &g);
-  trim_input(self, &in, &empty);
+  trim_input(c, &in, &empty);
   if (st == DISP_OK && empty) st = ag_zeros_like_input(c, 0, res);
   else if (st == DISP_OK && maybe_overlap(&out)) st = unsupported("an output geometry that may overlap");
   else if (st == DISP_OK && maybe_overlap(&in)) st = unsupported("an input geometry that may overlap");
   else if (st == DISP_OK) {
-    int64_t in_off = disp_tensor_storage_offset(self), out_off = ag_is_none(c, 3) ? in_off : ag_int(c, 3);
+    int64_t in_off = ag_input_storage_offset(c, 0), out_off = ag_is_none(c, 3) ? in_off : ag_int(c, 3);
     int64_t shared = in_off < out_off ? in_off : out_off;
     int64_t in_total = min_storage(&in, in_off - shared), out_total = min_storage(&out, out_off - shared);
-    st = scatter_gather(g, self, &out, out_off - shared, in_off - shared, in_total > out_total ? in_total : out_total,
+    st = scatter_gather(c, g, &out, out_off - shared, in_off - shared, in_total > out_total ? in_total : out_total,
                         res);
   }
   disp_tensor_release(g);
@@ -123,7 +129,7 @@ static disp_status as_strided_backward(ag_ctx *c, disp_tensor *const *grads, dis
 }
 
 static const ag_formula formulas[] = {
-    {"aten::as_strided", "AsStridedBackward0", "self", "self", as_strided_backward, NULL},
+    {"aten::as_strided", "AsStridedBackward0", "self", "", as_strided_backward, NULL},
 };
 
 const ag_formula_set disp__ag_formulas_strided = {formulas, sizeof formulas / sizeof *formulas};

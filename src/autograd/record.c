@@ -54,6 +54,37 @@ static int parse_list(const disp_schema *s, const char *list, int *pos, int max,
   return 0;
 }
 
+/* The differentiable input (edge) named name[0..len), or -1. */
+static int diff_index(const disp_schema *s, const ag_op_info *info, const char *name, size_t len) {
+  int pos = arg_index(s, name, len);
+  for (int j = 0; pos >= 0 && j < info->ndiff; j++)
+    if (info->diff[j] == pos) return j;
+  return -1;
+}
+
+/* The saved names, each with its optional "@input" guard (Note [Saving
+ * only what a gradient uses]); nonzero on a bad name or a guard on an
+ * output. Precondition: info->diff parsed. */
+static int parse_saved(const disp_schema *s, ag_op_info *info, const char *list) {
+  char item[64];
+  int n = 0;
+  for (const char *p = list; p && *p; n++) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (n == AG_MAX_POS || len >= sizeof item) return 1;
+    memcpy(item, p, len);
+    item[len] = 0;
+    char *at = strchr(item, '@');
+    size_t name_len = at ? (size_t)(at - item) : len;
+    if (parse_name(s, item, name_len, &info->saved[n])) return 1;
+    info->saved_for[n] = at ? diff_index(s, info, at + 1, strlen(at + 1)) : -1;
+    if (at && (info->saved_for[n] < 0 || info->saved[n] < 0)) return 1;
+    p = e ? e + 1 : NULL;
+  }
+  info->nsaved = n;
+  return 0;
+}
+
 static int is_tensor_list(const disp_schema *s, int pos) {
   const disp_type *t = disp_schema_argument_type(s, (size_t)pos);
   return disp_schema_type_kind(t) == DISP_TYPE_LIST;
@@ -67,9 +98,7 @@ int disp__ag_info_init(ag_op_info *info, const disp_op *op, const ag_formula *f)
   info->name = disp_op_name(op);
   info->nargs = (int)disp_schema_num_arguments(s);
   info->nrets = (int)disp_schema_num_returns(s);
-  if (parse_list(s, f->inputs, info->diff, AG_MAX_POS, &info->ndiff) ||
-      parse_list(s, f->saved, info->saved, AG_MAX_POS, &info->nsaved))
-    return 1;
+  if (parse_list(s, f->inputs, info->diff, AG_MAX_POS, &info->ndiff) || parse_saved(s, info, f->saved)) return 1;
   int nd = 0, pos[AG_MAX_POS];
   if (f->nondiff && parse_list(s, f->nondiff, pos, AG_MAX_POS, &nd)) return 1;
   for (int k = 0; k < nd; k++) {
@@ -80,6 +109,9 @@ int disp__ag_info_init(ag_op_info *info, const disp_op *op, const ag_formula *f)
     if (info->diff[j] < 0) return 1;
     if (is_tensor_list(s, info->diff[j])) info->list_input = 1;
   }
+  /* edges of a Tensor[] input do not line up with `inputs`: no guards there (1.13 has none either) */
+  for (int k = 0; k < info->nsaved; k++)
+    if (info->list_input && info->saved_for[k] >= 0) return 1;
   for (int i = 0; i < info->nargs && i < 32; i++)
     if (disp_schema_argument_is_write(s, (size_t)i)) info->written |= 1u << i;
   info->is_view = info->nrets > 0 && disp_schema_return_alias_set(s, 0) && !disp_schema_return_is_write(s, 0);
@@ -173,12 +205,14 @@ static int copy_args(ag_formula_state *fs, disp_stack *st, const ag_op_info *inf
   return 0;
 }
 
-/* Saves the inputs the formula names; one the op writes is saved as a
- * clone of its value before the write (PyTorch's original_self). */
-static disp_status save_inputs(ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
+/* Saves the inputs the formula names, each only when a gradient that uses
+ * it is wanted (Note [Saving only what a gradient uses]); one the op
+ * writes is saved as a clone of its value before the write (PyTorch's
+ * original_self). */
+static disp_status save_inputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
   for (int k = 0; k < info->nsaved; k++) {
-    int pos = info->saved[k];
-    if (pos < 0) continue;
+    int pos = info->saved[k], guard = info->saved_for[k];
+    if (pos < 0 || (guard >= 0 && !n->next[guard].fn)) continue;
     const disp_value *v = arg_at(st, info, pos);
     disp_tensor *t = v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL, *keep = NULL;
     if (t && (info->written & (1u << pos))) {
@@ -293,7 +327,7 @@ static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st
   ag_formula_state *fs = n->state;
   if (collect_edges(n, st, info) || copy_args(fs, st, info))
     s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
-  if (s == DISP_OK) s = save_inputs(fs, st, info);
+  if (s == DISP_OK) s = save_inputs(n, fs, st, info);
   disp_tensor *view_in = info->is_view ? disp_tensor_retain(view_input(st, info)) : NULL;
   ag_held inputs = AG_HELD_INIT(inputs);
   if (s == DISP_OK && hold_inputs(&inputs, st, info)) s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");

@@ -18,6 +18,7 @@ typedef struct ag_op_info {
   int ndiff, nsaved;
   int diff[AG_MAX_POS];  /* argument positions of the differentiable inputs */
   int saved[AG_MAX_POS]; /* >= 0: an argument; -1 - k: output k */
+  int saved_for[AG_MAX_POS]; /* >= 0: saved only when that edge's gradient is wanted; -1: always */
   uint32_t written;      /* arguments the op writes (Tensor(a!)) */
   uint32_t nondiff;      /* outputs that never get a history */
   unsigned char list_input; /* a differentiable Tensor[]: one edge per element */
