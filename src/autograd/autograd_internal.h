@@ -33,15 +33,18 @@ typedef struct ag_edge {
  * input's geometry instead of the input (mm's self_sym_strides,
  * as_strided's self_geometry), so the input itself need not be saved. */
 typedef struct ag_geom {
-  int ndim;
+  int16_t ndim;
   unsigned char has_strides; /* 0 for a tensor without strides (opaque) */
-  int64_t sizes[8];          /* ndim <= 8 here; larger shapes keep heap */
-  int64_t strides[8];
-  int64_t *heap;             /* ndim > 8: sizes, then strides */
-  int64_t storage_offset;
   disp_dtype dtype;
+  /* sizes, then strides: here up to 4 dims, in heap beyond */
+  int64_t dims[8];
+  int64_t *heap;
+  int64_t storage_offset;
   disp_device device;
 } ag_geom;
+/* A node allocates one per edge on every recorded call: kept as small as
+ * the sizes-only one it replaced. */
+_Static_assert(sizeof(ag_geom) <= 96, "ag_geom grew");
 
 typedef struct ag_hook {
   struct ag_hook *next;

@@ -86,23 +86,25 @@ void disp__node_release(disp_node *n) {
 
 /* ---- geometry ----------------------------------------------------------- */
 
+/* Every recorded edge runs this: fields are read directly and copied in
+ * a loop, no calls for the usual few dims. */
 int disp__geom_set(ag_geom *g, const disp_tensor *t) {
-  int nd = disp_tensor_ndim(t);
-  const int64_t *strides = disp_tensor_strides(t);
-  g->ndim = nd;
-  g->has_strides = strides != NULL;
-  g->storage_offset = disp_tensor_storage_offset(t);
-  g->dtype = disp_tensor_dtype(t);
-  g->device = disp_tensor_device(t);
+  int nd = t->ndim;
+  g->ndim = (int16_t)nd;
+  g->has_strides = t->has_strides;
+  g->storage_offset = t->storage_offset;
+  g->dtype = t->dtype;
+  g->device = t->device;
   g->heap = NULL;
-  int64_t *sz = g->sizes, *st = g->strides;
-  if (nd > (int)(sizeof g->sizes / sizeof *g->sizes)) {
-    sz = g->heap = malloc(2 * (size_t)nd * sizeof *sz);
-    if (!sz) return 1;
-    st = sz + nd;
+  int64_t *d = g->dims;
+  if (2 * nd > (int)(sizeof g->dims / sizeof *g->dims)) {
+    d = g->heap = malloc(2 * (size_t)nd * sizeof *d);
+    if (!d) return 1;
   }
-  if (nd) memcpy(sz, disp_tensor_sizes(t), (size_t)nd * sizeof *sz);
-  if (nd && strides) memcpy(st, strides, (size_t)nd * sizeof *st);
+  for (int i = 0; i < nd; i++) {
+    d[i] = t->sizes[i];
+    d[nd + i] = t->has_strides ? t->strides[i] : 0;
+  }
   return 0;
 }
 
@@ -121,11 +123,11 @@ void disp__geom_clear(ag_geom *g) {
   g->heap = NULL;
 }
 
-const int64_t *disp__geom_sizes(const ag_geom *g) { return g->heap ? g->heap : g->sizes; }
+const int64_t *disp__geom_sizes(const ag_geom *g) { return g->heap ? g->heap : g->dims; }
 
 const int64_t *disp__geom_strides(const ag_geom *g) {
   if (!g->has_strides) return NULL;
-  return g->heap ? g->heap + g->ndim : g->strides;
+  return (g->heap ? g->heap : g->dims) + g->ndim;
 }
 
 /* ---- the walk API ------------------------------------------------------- */
