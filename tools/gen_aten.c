@@ -481,6 +481,9 @@ int main(int argc, char **argv) {
              "int disp__ag_list_requires_grad(disp_tensor_list l);\n"
              "/* disp__ag_requires_grad, or grad mode on and t a view whose base requires grad. */\n"
              "int disp__ag_written_requires_grad(const disp_tensor *t);\n"
+             "/* Marks view, the output of a view operator, as a view of input, as 1.13's as_view in its\n"
+             " * ADInplaceOrView kernels (src/autograd/view_meta.c); DISP_ERR_NO_MEMORY with a message. */\n"
+             "disp_status disp__ag_view_created(disp_tensor *input, disp_tensor *view);\n"
              "/* The Autograd kernel of every formula (src/autograd/record.c). */\n"
              "disp_status disp__ag_record_kernel(const disp_op *op, disp_keyset ks, disp_stack *st, void *info);\n"
              "extern const disp__ag_passthrough disp__aten_autograd_passthroughs[];\n"
@@ -619,14 +622,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < sig->nargs; i++) {
       char nm[64];
       arg_name(nm, sizeof nm, s->args[i].name);
-      /* A view op is seen also in no-grad mode: its output must remember
-       * that it was made there (1.13's CreationMeta::NO_GRAD_MODE). */
-      int view = s->num_rets > 0 && s->rets[0].alias && !s->rets[0].alias->is_write;
       /* A written view whose base is in a graph is recorded (rebased) or
        * refused (a no-grad view, a view of a leaf) even when the view
        * itself does not require grad. */
-      const char *test = view ? "disp_tensor_requires_grad"
-                         : is_written(s, i) ? "disp__ag_written_requires_grad" : "disp__ag_requires_grad";
+      const char *test = is_written(s, i) ? "disp__ag_written_requires_grad" : "disp__ag_requires_grad";
       if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR)
         fprintf(c, "%s%s(%s)", any++ ? " || " : "", test, nm);
       else if (sig->args[i] == DISP_CT_TENSOR_LIST)
@@ -648,24 +647,34 @@ int main(int argc, char **argv) {
   /* ADInplaceOrView kernels, as PyTorch's generated ones: run the op below
    * this key, then bump the version counter of every argument the schema
    * says is written (Tensor(a!)), so autograd can tell a saved tensor was
-   * modified. View ops pass through (their kernels already share storage
-   * and version counter with the base). The op runs with autograd and
-   * ADInplaceOrView excluded (AutoDispatchBelowADInplaceOrView), so the
-   * calls a kernel makes (add_'s CompositeExplicitAutogradNonFunctional
-   * kernel calls add.out on self) do not bump self a second time. */
+   * modified, or mark a view op's output as a view of its first argument
+   * (1.13's as_view; the kernels already share storage and version counter
+   * with the base), in every mode, as 1.13 does. detach's output is no
+   * differentiable view (1.13's as_view with is_bw_differentiable false).
+   * The op runs with autograd and ADInplaceOrView excluded
+   * (AutoDispatchBelowADInplaceOrView), so the calls a kernel makes (add_'s
+   * CompositeExplicitAutogradNonFunctional kernel calls add.out on self) do
+   * not bump self a second time. */
   for (int d = 0; d < NDECLS; d++) {
     if (!(decls[d].kernels & DISP_K_ADIOV)) continue;
     const disp_schema *s = schemas[d];
     const disp_signature *sig = sigs[d];
     fprintf(c, "static disp_status adinplace_%s(", decls[d].id);
     params(c, s, sig, 1, 1);
-    fprintf(c, ") {\n  disp_status st;\n  disp_tls_state below = disp_tls_below_adinplaceorview_push();\n"
+    fprintf(c, ") {\n  disp_status st;\n  uint64_t keep = disp__tls_exclude_fast(DISP__BELOW_AD_INPLACE_OR_VIEW);\n"
                "  DISP_REDISPATCH(st, aten_op(ATEN_%s), "
                "disp_keyset_and(ks, disp_keyset_full_after(DISP_KEY_AD_INPLACE_OR_VIEW)), (", decls[d].id);
     params(c, s, sig, 0, 0);
     fprintf(c, "), ");
     call_args(c, s, sig);
-    fprintf(c, ");\n  disp_tls_restore(below);\n  if (st != DISP_OK) return st;\n");
+    fprintf(c, ");\n  disp__tls_exclude_restore(keep);\n  if (st != DISP_OK) return st;\n");
+    int view = s->num_rets > 0 && s->rets[0].alias && !s->rets[0].alias->is_write && sig->args[0] == DISP_CT_TENSOR;
+    if (view && strcmp(schemas[d]->qualified, "aten::detach")) {
+      char nm[64];
+      arg_name(nm, sizeof nm, s->args[0].name);
+      fprintf(c, "  st = disp__ag_view_created(%s, *out0);\n  if (st != DISP_OK) {\n"
+                 "    disp_tensor_release(*out0);\n    *out0 = NULL;\n  }\n", nm);
+    }
     int writes = 0;
     for (int i = 0; i < sig->nargs; i++) {
       if (sig->args[i] != DISP_CT_TENSOR || !s->args[i].alias || !s->args[i].alias->is_write) continue;

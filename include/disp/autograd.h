@@ -62,7 +62,13 @@ DISP_API disp_tensor *disp_tensor_grad(const disp_tensor *t);
 DISP_API disp_status disp_tensor_set_grad(disp_tensor *t, disp_tensor *grad);
 
 /* disp_tensor_grad_fn - the node that computed `t` (borrowed), NULL for a
- * leaf or a tensor outside any graph. */
+ * leaf or a tensor outside any graph. A view in a graph whose base (or
+ * another view of it) was modified in place since gets its grad_fn made
+ * anew here, an AsStridedBackward0 over the base's new history, as 1.13's
+ * grad_fn does; a view made in no-grad or inference mode whose base requires
+ * grad and was modified so gives NULL with 1.13's message ("A view was
+ * created in no_grad mode and its base or another view of its base has been
+ * modified inplace with grad mode enabled. ..."), where 1.13 raises. */
 DISP_API disp_node *disp_tensor_grad_fn(const disp_tensor *t);
 
 /* disp_tensor_is_leaf - 1 when t has no grad_fn (PyTorch's is_leaf). */

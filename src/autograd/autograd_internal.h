@@ -19,6 +19,7 @@
 
 #include "disp.h"
 #include "disp/autograd.h"
+#include "tensor/tensor_internal.h"
 
 /* ---- edges and nodes --------------------------------------------------- */
 
@@ -100,6 +101,10 @@ const int64_t *disp__geom_sizes(const ag_geom *g);
 /* NULL when the tensor had no strides. */
 const int64_t *disp__geom_strides(const ag_geom *g);
 
+/* Edge e of n goes where t's gradient goes (disp__gradient_edge), with t's
+ * geometry; a failure's message is set. */
+disp_status disp__edge_set(disp_node *n, uint32_t e, disp_tensor *t);
+
 /* The message for a second backward through freed saved tensors. */
 disp_status disp__node_fail_released(const disp_node *n);
 
@@ -121,13 +126,19 @@ typedef struct ag_meta {
   disp_node *accumulator;  /* weak: a leaf's AccumulateGrad, see the Note */
   ag_weak *weak;           /* created on demand */
   ag_hook *leaf_hooks;     /* a leaf's hooks, run by its AccumulateGrad */
-  disp_tensor *view_base;  /* owned: the root a view was made from (views.c) */
-  unsigned char view_no_grad; /* the view was made in no-grad mode */
+  disp_tensor *view_base;  /* owned: the root a view was made from (view_meta.c) */
+  uint64_t view_version;   /* the version the view's grad_fn belongs to (1.13's attr_version) */
+  unsigned char view_creation; /* an ag_view_creation */
   unsigned char retains_grad;
 } ag_meta;
 
-/* The meta of t, or NULL when it has none. */
-ag_meta *disp__meta_get(const disp_tensor *t);
+/* How a view was made (1.13's CreationMeta): an in-place update of a view
+ * made in no-grad or inference mode is refused in grad mode. */
+typedef enum ag_view_creation { AG_VIEW_DEFAULT, AG_VIEW_NO_GRAD, AG_VIEW_INFERENCE } ag_view_creation;
+
+/* The meta of t, or NULL when it has none (t may be NULL). Read on every
+ * recorded call: inline. */
+static inline ag_meta *disp__meta_get(const disp_tensor *t) { return t ? (ag_meta *)t->autograd_meta : NULL; }
 /* The meta of t, created when missing; NULL (message set) on OOM. */
 ag_meta *disp__meta_ensure(disp_tensor *t);
 
@@ -141,10 +152,11 @@ int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr);
 /*
  * disp__gradient_edge - where t's gradient goes: (grad_fn, output_nr) for a
  * computed tensor, (its AccumulateGrad, 0) for a leaf that requires grad -
- * created on first use - and (NULL, 0) otherwise. The node is a new
- * reference. Nonzero on OOM.
+ * created on first use - and (NULL, 0) otherwise. A view's grad_fn is
+ * brought up to date first (disp__view_refresh), which may refuse. The
+ * node is a new reference.
  */
-int disp__gradient_edge(disp_tensor *t, ag_edge *out);
+disp_status disp__gradient_edge(disp_tensor *t, ag_edge *out);
 
 /*
  * The input tensors of a call, held (retained) while it runs, so its outputs
@@ -165,19 +177,24 @@ int disp__held_add(ag_held *h, disp_tensor *t); /* NULL ok; nonzero on OOM */
 int disp__held_contains(const ag_held *h, const disp_tensor *t);
 void disp__held_release(ag_held *h);
 
-/* ---- differentiable views (views.c) ---------------------------------------- */
+/* ---- differentiable views (view_meta.c, views.c) ------------------------------- */
 
-/* Records that `view` (a view operator's output) views input's base;
- * no_grad: made in no-grad mode. Nonzero on OOM. */
-int disp__view_mark(disp_tensor *view, disp_tensor *input, int no_grad);
+/* Whether t is a marked view; whether it is one whose base requires grad. */
 int disp__view_is_tracked(const disp_tensor *t);
-/* Whether t is a view whose base requires grad. */
 int disp__view_base_requires_grad(const disp_tensor *t);
-/* 1.13's check_inplace rules for views: no-grad views, views of leaves. */
+/* 1.13's check_inplace rules for views: no-grad and inference-mode views,
+ * views of leaves. */
 disp_status disp__view_check_inplace(disp_tensor *t);
+/* Brings a view's grad_fn up to date with its version counter (1.13's lazy
+ * VariableHooks::grad_fn); refuses a no-grad or inference-mode view whose
+ * base was written. DISP_OK for anything else. */
+disp_status disp__view_refresh(const disp_tensor *t);
 /* An in-place op's node fn wrote `view` (its output out_nr): the base's
  * grad_fn becomes CopySlices, the view's AsStridedBackward0. */
 disp_status disp__view_rebase(disp_tensor *view, disp_node *fn, uint32_t out_nr);
+/* The view's grad_fn becomes an AsStridedBackward0 over its base's
+ * current history (views.c). */
+disp_status disp__view_regenerate(disp_tensor *view);
 
 /* ---- saved tensors ------------------------------------------------------ */
 
@@ -193,8 +210,9 @@ typedef struct ag_saved {
 } ag_saved_var;
 
 /* Saves t (NULL: an undefined saved tensor). is_output: t is an output of
- * the node being recorded. Nonzero on OOM. */
-int disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t output_nr);
+ * the node being recorded. Refuses an inference tensor, as 1.13 ("Inference
+ * tensors cannot be saved for backward. ..."); a failure's message is set. */
+disp_status disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t output_nr);
 
 /*
  * disp__saved_unpack - the saved tensor for a backward pass of `node` (new

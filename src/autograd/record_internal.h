@@ -23,7 +23,6 @@ typedef struct ag_op_info {
   uint32_t nondiff;      /* outputs that never get a history */
   unsigned char list_input; /* a differentiable Tensor[]: one edge per element */
   int id;                /* ATEN_ID of a built-in operator */
-  unsigned char is_view; /* returns a view of its first argument (Tensor(a)) */
 } ag_op_info;
 
 /* Nonzero when a name of f is not in the schema (or too many). */
