@@ -6,7 +6,8 @@
  * inputs require grad records a node - its backward function, named as
  * PyTorch names it ("MulBackward0") - and its outputs point at that node
  * (their grad_fn). A leaf (a tensor the program made, with requires_grad
- * set) gets an "AccumulateGrad" node the first time it is used. The
+ * set) gets a "torch::autograd::AccumulateGrad" node the first time it
+ * is used. The
  * engine runs the nodes from the outputs back to the leaves in dependency
  * order and adds each leaf's gradient into its `grad`.
  *
@@ -124,7 +125,11 @@ DISP_API disp_status disp_tensor_remove_hook(disp_tensor *t, uint64_t id);
 
 /* ---- walking the graph ------------------------------------------------- */
 
-/* disp_node_name - PyTorch's node name ("AddBackward0", "AccumulateGrad"). */
+/* disp_node_name - 1.13's Node::name(): "AddBackward0" for a node of a
+ * derivatives.yaml formula; for 1.13's hand-written nodes their C++ type,
+ * namespace included, which 1.13's messages print too:
+ * "torch::autograd::AccumulateGrad", "torch::autograd::CopySlices",
+ * "torch::autograd::CopyBackwards" (Python shows the bare class names). */
 DISP_API const char *disp_node_name(const disp_node *n);
 
 /* disp_node_num_next - how many edges leave n (one per differentiable

@@ -137,7 +137,7 @@ static const ag_node_ops copy_slices_ops = {cs_apply, cs_release_saved, cs_free}
 
 static disp_node *copy_slices_new(disp_tensor *base, disp_tensor *view, disp_node *fn, uint32_t out_nr) {
   copy_slices *s = calloc(1, sizeof *s);
-  disp_node *n = s ? disp__node_new(&copy_slices_ops, "CopySlices", 1, fn->num_next ? fn->num_next : 1) : NULL;
+  disp_node *n = s ? disp__node_new(&copy_slices_ops, "torch::autograd::CopySlices", 1, fn->num_next ? fn->num_next : 1) : NULL;
   if (!n) return free(s), NULL;
   n->state = s;
   s->fn = disp__node_retain(fn);
