@@ -151,6 +151,24 @@ static int b_pool_bw(disp_tensor **in) {
   return 3;
 }
 
+/* The same with padding, ceil_mode, overlapping windows and dilation, the
+ * second without a batch dim: the pooling windows its double backward
+ * gathers through (formulas_conv.c). */
+static int pool_bw_with(disp_tensor **in, disp_tensor *grad, disp_tensor *self, disp_int_list k, disp_int_list s,
+                        disp_int_list p, disp_int_list d, bool ceil) {
+  disp_tensor *vals = NULL;
+  in[0] = grad, in[1] = self, in[2] = NULL;
+  disp_aten_max_pool2d_with_indices(self, k, s, p, d, ceil, &vals, &in[2]);
+  disp_tensor_release(vals);
+  return 3;
+}
+static int b_pool_bw_ceil(disp_tensor **in) {
+  return pool_bw_with(in, R(1, 2, 3, 4), R(1, 2, 5, 6), IL(3, 3), IL(2, 2), IL(1, 1), IL(1, 1), true);
+}
+static int b_pool_bw_dilated(disp_tensor **in) {
+  return pool_bw_with(in, R(2, 5, 5), R(2, 5, 5), IL(2, 3), IL(1, 1), IL(1, 1), IL(2, 1), false);
+}
+
 /* ---- the calls ----------------------------------------------------------------- */
 
 typedef disp_status (*call_fn)(disp_tensor *const *in, disp_tensor **out, size_t *nout);
@@ -240,6 +258,10 @@ CALLN(c_pool, 2, disp_aten_max_pool2d_with_indices(in[0], IL(2, 2), IL(2, 2), IL
                                                    &out[1]))
 CALL(c_pool_bw, disp_aten_max_pool2d_with_indices_backward(in[0], in[1], IL(2, 2), IL(2, 2), IL(0, 0), IL(1, 1),
                                                            false, in[2], O))
+CALL(c_pool_bw_ceil, disp_aten_max_pool2d_with_indices_backward(in[0], in[1], IL(3, 3), IL(2, 2), IL(1, 1), IL(1, 1),
+                                                                true, in[2], O))
+CALL(c_pool_bw_dilated, disp_aten_max_pool2d_with_indices_backward(in[0], in[1], IL(2, 3), IL(1, 1), IL(1, 1),
+                                                                   IL(2, 1), false, in[2], O))
 CALLN(c_dropout, 2, disp_aten_native_dropout(in[0], 0.0, (disp_opt_bool){true, true}, &out[0], &out[1]))
 CALL(c_dropout_bw, disp_aten_native_dropout_backward(in[0], in[1], 2.0, O))
 CALL(c_t, disp_aten_t(in[0], O))
@@ -340,6 +362,8 @@ static const gcase cases[] = {
     {"convolution_backward", b_conv_bw, c_conv_bw, 1},
     {"max_pool2d_with_indices", b_pool, c_pool, 1},
     {"max_pool2d_with_indices_backward", b_pool_bw, c_pool_bw, 1},
+    {"max_pool2d_with_indices_backward (padding, ceil_mode)", b_pool_bw_ceil, c_pool_bw_ceil, 1},
+    {"max_pool2d_with_indices_backward (dilation, no batch)", b_pool_bw_dilated, c_pool_bw_dilated, 1},
     {"native_dropout (train, p=0)", b_r23, c_dropout, 1},
     {"native_dropout_backward", b_dropout_bw, c_dropout_bw, 1},
     {"t", b_r23, c_t, 1},
