@@ -146,6 +146,28 @@ TEST(view_grad_fn_follows_its_base) {
   return 0;
 }
 
+/* A view of a tensor outside any graph whose base then joins one (written
+ * in place with an input that requires grad) is in it too: x = ones(4);
+ * xv = x[0:2]; x.mul_(w); sum(xv * 3) gives w.grad [3, 3, 0, 0] (1.13). */
+TEST(view_joins_the_graph_its_base_joins) {
+  disp_tensor *x = ones(4, 0), *w = NULL, *y = NULL, *s = NULL;
+  ASSERT_OK(disp_aten_full((disp_int_list){(int64_t[]){4}, 1}, disp_scalar_int(2), DISP_DTYPE_FLOAT32, -1, nodev,
+                           nopin, &w));
+  ASSERT_OK(disp_tensor_set_requires_grad(w, 1));
+  disp_tensor *xv = head(x);
+  ASSERT_TRUE(xv != NULL);
+  ASSERT_OK(mul_by(x, w));
+  ASSERT_OK(disp_aten_mul_Scalar(xv, disp_scalar_int(3), &y));
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(xv)), "AsStridedBackward0");
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 0));
+  const float *g = disp_tensor_data_ptr(disp_tensor_grad(w));
+  ASSERT_TRUE(g[0] == 3 && g[1] == 3 && g[2] == 0 && g[3] == 0);
+  disp_tensor_release(s), disp_tensor_release(y), disp_tensor_release(xv), disp_tensor_release(w);
+  disp_tensor_release(x);
+  return 0;
+}
+
 /* A no-grad or inference-mode view of a tensor in a graph whose base is then
  * written in grad mode: reading its grad_fn is refused (1.13 raises). */
 TEST(base_written_after_a_no_grad_view) {
@@ -211,6 +233,7 @@ TEST_LIST = {TEST_ENTRY(inference_mode_view_of_a_plain_tensor),
              TEST_ENTRY(no_grad_view_of_a_plain_tensor),
              TEST_ENTRY(grad_mode_view_of_a_plain_tensor_rebases_it),
              TEST_ENTRY(view_grad_fn_follows_its_base),
+             TEST_ENTRY(view_joins_the_graph_its_base_joins),
              TEST_ENTRY(base_written_after_a_no_grad_view),
              TEST_ENTRY(views_written_in_inference_mode_share_the_version),
              TEST_ENTRY(inference_tensors_outside_inference_mode),

@@ -476,11 +476,10 @@ int main(int argc, char **argv) {
              "/* Per operator (ATEN_ID): the formula src/autograd bound to it, NULL when none. Set once at\n"
              " * registration, before any call can read it. */\n"
              "extern const void *disp__aten_autograd_info[];\n"
-             "/* Grad mode on and t (NULL: None) requires grad; any element of l does. */\n"
+             "/* Grad mode on and t (NULL: None) requires grad, a view also when its base does (1.13's\n"
+             " * requires_grad()); any element of l does. */\n"
              "int disp__ag_requires_grad(const disp_tensor *t);\n"
              "int disp__ag_list_requires_grad(disp_tensor_list l);\n"
-             "/* disp__ag_requires_grad, or grad mode on and t a view whose base requires grad. */\n"
-             "int disp__ag_written_requires_grad(const disp_tensor *t);\n"
              "/* Marks view, the output of a view operator, as a view of input, as 1.13's as_view in its\n"
              " * ADInplaceOrView kernels (src/autograd/view_meta.c); DISP_ERR_NO_MEMORY with a message. */\n"
              "disp_status disp__ag_view_created(disp_tensor *input, disp_tensor *view);\n"
@@ -622,12 +621,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < sig->nargs; i++) {
       char nm[64];
       arg_name(nm, sizeof nm, s->args[i].name);
-      /* A written view whose base is in a graph is recorded (rebased) or
-       * refused (a no-grad view, a view of a leaf) even when the view
-       * itself does not require grad. */
-      const char *test = is_written(s, i) ? "disp__ag_written_requires_grad" : "disp__ag_requires_grad";
       if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_OPT_TENSOR)
-        fprintf(c, "%s%s(%s)", any++ ? " || " : "", test, nm);
+        fprintf(c, "%sdisp__ag_requires_grad(%s)", any++ ? " || " : "", nm);
       else if (sig->args[i] == DISP_CT_TENSOR_LIST)
         fprintf(c, "%sdisp__ag_list_requires_grad(%s)", any++ ? " || " : "", nm);
     }

@@ -230,9 +230,19 @@ void disp__saved_clear(ag_saved_var *s);
 /* The key set below autograd for redispatch from an autograd kernel. */
 disp_keyset disp__ag_below(disp_keyset ks);
 
-/* Nonzero when t requires grad (t may be NULL); grad mode is the caller's
- * to check (disp__ag_requires_grad in aten_kernels.h checks both). */
-static inline int disp__ag_requires(const disp_tensor *t) { return t && disp_tensor_requires_grad(t); }
+/* Whether t requires grad as 1.13's requires_grad() says (t may be NULL):
+ * its flag, or for a view its base's (DifferentiableViewMeta: a view of a
+ * tensor that came to require grad after the view was made, by an
+ * in-place update with an input that requires grad, does too, and its
+ * grad_fn is made when it is used). Grad mode is the caller's to check
+ * (disp__ag_requires_grad in aten_kernels.h checks both). Every recorded
+ * call asks, so the fields are read directly. */
+static inline int disp__ag_requires(const disp_tensor *t) {
+  if (!t) return 0;
+  if (t->requires_grad) return 1;
+  const ag_meta *m = disp__meta_get(t);
+  return m && m->view_base && m->view_base->requires_grad;
+}
 
 /* Sequence numbers: one thread-independent counter. */
 uint64_t disp__ag_next_seq(void);

@@ -124,23 +124,19 @@ static const disp_value *arg_at(disp_stack *st, const ag_op_info *info, int pos)
 }
 
 static int value_requires_grad(const disp_value *v) {
-  if (v->tag == DISP_VALUE_TENSOR) return disp_tensor_requires_grad(v->u.tensor);
+  if (v->tag == DISP_VALUE_TENSOR) return disp__ag_requires(v->u.tensor);
   if (v->tag == DISP_VALUE_TENSOR_LIST)
     for (size_t i = 0; i < v->u.tensors.len; i++)
       if (disp__ag_requires(v->u.tensors.data[i])) return 1;
   return 0;
 }
 
+/* Grad mode on and a differentiable input requiring grad (a view whose
+ * base does counts: writing it rebases the base's graph, or is refused). */
 static int wants_graph(disp_stack *st, const ag_op_info *info) {
   if (!disp_grad_mode_enabled()) return 0;
   for (int j = 0; j < info->ndiff; j++)
     if (value_requires_grad(arg_at(st, info, info->diff[j]))) return 1;
-  /* writing a view whose base is in a graph rebases that graph */
-  for (int i = 0; i < info->nargs && i < 32; i++) {
-    const disp_value *v = arg_at(st, info, i);
-    if ((info->written & (1u << i)) && v->tag == DISP_VALUE_TENSOR && disp__view_base_requires_grad(v->u.tensor))
-      return 1;
-  }
   return 0;
 }
 

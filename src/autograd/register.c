@@ -93,11 +93,7 @@ void disp__aten_impl_autograd(disp_library *m) {
 }
 
 int disp__ag_requires_grad(const disp_tensor *t) {
-  return t && disp_tensor_requires_grad(t) && disp_grad_mode_enabled();
-}
-
-int disp__ag_written_requires_grad(const disp_tensor *t) {
-  return disp__ag_requires_grad(t) || (t && disp_grad_mode_enabled() && disp__view_base_requires_grad(t));
+  return disp__ag_requires(t) && disp_grad_mode_enabled();
 }
 
 int disp__ag_list_requires_grad(disp_tensor_list l) {
