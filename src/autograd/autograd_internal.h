@@ -179,9 +179,8 @@ void disp__held_release(ag_held *h);
 
 /* ---- differentiable views (view_meta.c, views.c) ------------------------------- */
 
-/* Whether t is a marked view; whether it is one whose base requires grad. */
+/* Whether t is a marked view. */
 int disp__view_is_tracked(const disp_tensor *t);
-int disp__view_base_requires_grad(const disp_tensor *t);
 /* 1.13's check_inplace rules for views: no-grad and inference-mode views,
  * views of leaves. */
 disp_status disp__view_check_inplace(disp_tensor *t);

@@ -47,11 +47,6 @@ int disp__view_is_tracked(const disp_tensor *t) {
   return m && m->view_base;
 }
 
-int disp__view_base_requires_grad(const disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  return m && m->view_base && disp_tensor_requires_grad(m->view_base);
-}
-
 /* 1.13's handle_view_on_rebase: a view made in no-grad or inference mode
  * may not be part of a recorded in-place update, written itself (direct)
  * or through its base or another view of it (indirect). */
