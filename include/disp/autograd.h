@@ -69,7 +69,9 @@ DISP_API disp_status disp_tensor_set_grad(disp_tensor *t, disp_tensor *grad);
  * grad_fn does; a view made in no-grad or inference mode whose base requires
  * grad and was modified so gives NULL with 1.13's message ("A view was
  * created in no_grad mode and its base or another view of its base has been
- * modified inplace with grad mode enabled. ..."), where 1.13 raises. */
+ * modified inplace with grad mode enabled. ..."), where 1.13 raises.
+ * Making it anew changes t's autograd data: not thread-safe for a view
+ * another thread uses meanwhile (tensors are not synchronized). */
 DISP_API disp_node *disp_tensor_grad_fn(const disp_tensor *t);
 
 /* disp_tensor_is_leaf - 1 when t has no grad_fn (PyTorch's is_leaf). */

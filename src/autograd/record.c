@@ -16,6 +16,7 @@
 #include "error_internal.h"
 #include "formula.h"
 #include "record_internal.h"
+#include "tls_internal.h"
 
 disp_keyset disp__ag_below(disp_keyset ks) { return disp_keyset_and(ks, disp_keyset_after_autograd()); }
 
@@ -263,10 +264,13 @@ static int hold_inputs(ag_held *h, disp_stack *st, const ag_op_info *info) {
   return 0;
 }
 
+/* The op itself below autograd (its ADInplaceOrView kernel runs: ks has
+ * the key), what its kernels call below ADInplaceOrView too, as the
+ * generated pass-through (Note [Excluding keys around a redispatch]). */
 static disp_status run_below(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
-  disp_tls_state g = disp_tls_below_adinplaceorview_push();
+  uint64_t keep = disp__tls_exclude_fast(DISP__BELOW_AD_INPLACE_OR_VIEW);
   disp_status s = disp_redispatch_boxed(info->op, disp__ag_below(ks), st);
-  disp_tls_restore(g);
+  disp__tls_exclude_restore(keep);
   return s;
 }
 
