@@ -143,7 +143,7 @@ TEST(overwrites_give_zeros) {
   disp_tensor *x = VEC(1, 1, 2, 3), *src = VEC(1, 4, 5, 6), *a = NULL, *r = NULL, *s = NULL, *g[2] = {0};
   ASSERT_OK(disp_aten_mul_Scalar(x, disp_scalar_int(3), &a));
   ASSERT_OK(disp_aten_copy_(a, src, false, &r));
-  ASSERT_EQ_STR(fn_name(a), "CopyBackwards");
+  ASSERT_EQ_STR(fn_name(a), "torch::autograd::CopyBackwards");
   ASSERT_OK(disp_aten_sum(a, -1, &s));
   disp_tensor *in[2] = {x, src};
   ASSERT_OK(disp_autograd_grad(&s, 1, in, 2, NULL, 0, 0, 0, g));
@@ -290,7 +290,8 @@ static disp_status strided_grad(disp_tensor *x, disp_tensor *base, const int64_t
 }
 
 /* as_strided: grad goes back through the output's geometry (offset,
- * expanded dims summed) and the input's (here a transposed view). */
+ * expanded dims summed, elements that meet added) and the input's (a
+ * transposed view; an expanded one). The values are 1.13's. */
 TEST(as_strided_backward_follows_both_geometries) {
   disp_tensor *x = VEC(1, 1, 2, 3, 4, 5, 6), *go = NULL, *g = NULL, *m = NULL, *mt = NULL;
   disp_tensor *flat = VEC(0, 1, 2, 3, 4);
@@ -309,14 +310,20 @@ TEST(as_strided_backward_follows_both_geometries) {
   ASSERT_OK(strided_grad(x, mt, (const int64_t[]){6}, (const int64_t[]){1}, 1, (disp_opt_int){0, true}, w, &g));
   ASSERT_TRUE(HOLDS(g, 1, 2, 3, 4, 5, 6)); /* storage order read back through the transpose */
   disp_tensor_release(g);
-  /* Overlapping output elements would need index_add: refused, not wrong. */
-  ASSERT_OK(disp_aten_narrow(ones, 0, 0, 4, &go));
-  disp_tensor *go4 = NULL;
-  ASSERT_OK(disp_aten_view(go, (disp_int_list){(const int64_t[]){2, 2}, 2}, &go4));
-  ASSERT_STATUS(strided_grad(x, x, (const int64_t[]){2, 2}, (const int64_t[]){1, 1}, 2, (disp_opt_int){0, true}, go4, &g),
-                DISP_ERR_KERNEL);
-  ASSERT_CONTAINS(disp_last_error(), "may overlap");
-  disp_tensor_release(go4), disp_tensor_release(go), disp_tensor_release(ones), disp_tensor_release(w);
+  /* Output elements that meet add up (1.13's index_add_): [1, 5, 4, 0, 0, 0] */
+  disp_tensor *flat4 = VEC(0, 1, 2, 3, 4), *go4 = NULL;
+  ASSERT_OK(disp_aten_view(flat4, (disp_int_list){(const int64_t[]){2, 2}, 2}, &go4));
+  ASSERT_OK(strided_grad(x, x, (const int64_t[]){2, 2}, (const int64_t[]){1, 1}, 2, (disp_opt_int){0, true}, go4, &g));
+  ASSERT_TRUE(HOLDS(g, 1, 5, 4, 0, 0, 0));
+  disp_tensor_release(g);
+  /* an input whose elements meet (expanded) splits each sum among them:
+   * x3.expand(2, 3).as_strided((2, 2), (1, 1), 0) gives x3 [1, 5, 4] */
+  disp_tensor *x3 = VEC(1, 1, 2, 3), *e = NULL;
+  ASSERT_OK(disp_aten_expand(x3, (disp_int_list){(const int64_t[]){2, 3}, 2}, false, &e));
+  ASSERT_OK(strided_grad(x3, e, (const int64_t[]){2, 2}, (const int64_t[]){1, 1}, 2, (disp_opt_int){0, true}, go4, &g));
+  ASSERT_TRUE(HOLDS(g, 1, 5, 4));
+  disp_tensor_release(g), disp_tensor_release(e), disp_tensor_release(x3);
+  disp_tensor_release(go4), disp_tensor_release(flat4), disp_tensor_release(ones), disp_tensor_release(w);
   disp_tensor_release(mt), disp_tensor_release(m), disp_tensor_release(x);
   return 0;
 }

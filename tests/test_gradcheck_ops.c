@@ -13,9 +13,9 @@
  * Integer and bool arguments (targets, indices, masks, conditions) are
  * inputs that do not require grad: gradcheck passes them through untouched.
  *
- * Not gradgradchecked (twice = 0): as_strided, whose formula refuses
- * create_graph (formulas_strided.c: the write into the zero storage is an
- * in-place copy the engine does not trace). Every other operator is.
+ * Every operator is gradgradchecked too; as_strided also with geometries
+ * whose elements overlap, on the output side (sliding windows) and on the
+ * input side (a view of an expanded tensor).
  *
  * native_dropout is checked with train=True and p=0: the mask is then all
  * ones and fixed, so the function is deterministic as gradcheck requires,
@@ -111,6 +111,8 @@ BUILD(b_r31, R(3, 1))
 BUILD(b_r213, R(2, 1, 3))
 BUILD(b_r232, R(2, 3, 2))
 BUILD(b_r24, R(2, 4))
+BUILD(b_r3, R(3))
+BUILD(b_r5, R(5))
 BUILD(b_r34, R(3, 4))
 BUILD(b_r34_r34, R(3, 4), R(3, 4))
 BUILD(b_cat, R(2, 3), R(1, 3))
@@ -147,6 +149,24 @@ static int b_pool_bw(disp_tensor **in) {
   disp_aten_max_pool2d_with_indices(in[1], IL(2, 2), IL(2, 2), IL(0, 0), IL(1, 1), false, &vals, &in[2]);
   disp_tensor_release(vals);
   return 3;
+}
+
+/* The same with padding, ceil_mode, overlapping windows and dilation, the
+ * second without a batch dim: the pooling windows its double backward
+ * gathers through (formulas_conv.c). */
+static int pool_bw_with(disp_tensor **in, disp_tensor *grad, disp_tensor *self, disp_int_list k, disp_int_list s,
+                        disp_int_list p, disp_int_list d, bool ceil) {
+  disp_tensor *vals = NULL;
+  in[0] = grad, in[1] = self, in[2] = NULL;
+  disp_aten_max_pool2d_with_indices(self, k, s, p, d, ceil, &vals, &in[2]);
+  disp_tensor_release(vals);
+  return 3;
+}
+static int b_pool_bw_ceil(disp_tensor **in) {
+  return pool_bw_with(in, R(1, 2, 3, 4), R(1, 2, 5, 6), IL(3, 3), IL(2, 2), IL(1, 1), IL(1, 1), true);
+}
+static int b_pool_bw_dilated(disp_tensor **in) {
+  return pool_bw_with(in, R(2, 5, 5), R(2, 5, 5), IL(2, 3), IL(1, 1), IL(1, 1), IL(2, 1), false);
 }
 
 /* ---- the calls ----------------------------------------------------------------- */
@@ -238,6 +258,10 @@ CALLN(c_pool, 2, disp_aten_max_pool2d_with_indices(in[0], IL(2, 2), IL(2, 2), IL
                                                    &out[1]))
 CALL(c_pool_bw, disp_aten_max_pool2d_with_indices_backward(in[0], in[1], IL(2, 2), IL(2, 2), IL(0, 0), IL(1, 1),
                                                            false, in[2], O))
+CALL(c_pool_bw_ceil, disp_aten_max_pool2d_with_indices_backward(in[0], in[1], IL(3, 3), IL(2, 2), IL(1, 1), IL(1, 1),
+                                                                true, in[2], O))
+CALL(c_pool_bw_dilated, disp_aten_max_pool2d_with_indices_backward(in[0], in[1], IL(2, 3), IL(1, 1), IL(1, 1),
+                                                                   IL(2, 1), false, in[2], O))
 CALLN(c_dropout, 2, disp_aten_native_dropout(in[0], 0.0, (disp_opt_bool){true, true}, &out[0], &out[1]))
 CALL(c_dropout_bw, disp_aten_native_dropout_backward(in[0], in[1], 2.0, O))
 CALL(c_t, disp_aten_t(in[0], O))
@@ -253,6 +277,18 @@ CALL(c_slice, disp_aten_slice_Tensor(in[0], 1, (disp_opt_int){1, true}, NONE_INT
 CALL(c_cat, disp_aten_cat(TL(in[0], in[1]), 0, O))
 CALL(c_stack, disp_aten_stack(TL(in[0], in[1]), 1, O))
 CALL(c_as_strided, disp_aten_as_strided(in[0], IL(3, 2), IL(1, 3), NONE_INT, O))
+/* windows of 3 sliding by 1 over 5 elements: each element is in up to 3 */
+CALL(c_as_strided_windows, disp_aten_as_strided(in[0], IL(3, 3), IL(1, 1), NONE_INT, O))
+/* as_strided of an expanded (2, 3) view of in[0]: the input's own elements
+ * meet (stride 0), so each gradient sum is split between them */
+static disp_status c_as_strided_expanded(disp_tensor *const *in, disp_tensor **out, size_t *nout) {
+  disp_tensor *e = NULL;
+  *nout = 1;
+  disp_status st = disp_aten_expand(in[0], IL(2, 3), false, &e);
+  if (st == DISP_OK) st = disp_aten_as_strided(e, IL(2, 2), IL(1, 1), (disp_opt_int){0, true}, O);
+  disp_tensor_release(e);
+  return st;
+}
 CALL(c_to_copy, disp_aten__to_copy(in[0], -1, -1, (disp_opt_device){0, 0, false}, (disp_opt_bool){false, false},
                                    false, -1, O))
 CALL(c_clone, disp_aten_clone(in[0], -1, O))
@@ -326,6 +362,8 @@ static const gcase cases[] = {
     {"convolution_backward", b_conv_bw, c_conv_bw, 1},
     {"max_pool2d_with_indices", b_pool, c_pool, 1},
     {"max_pool2d_with_indices_backward", b_pool_bw, c_pool_bw, 1},
+    {"max_pool2d_with_indices_backward (padding, ceil_mode)", b_pool_bw_ceil, c_pool_bw_ceil, 1},
+    {"max_pool2d_with_indices_backward (dilation, no batch)", b_pool_bw_dilated, c_pool_bw_dilated, 1},
     {"native_dropout (train, p=0)", b_r23, c_dropout, 1},
     {"native_dropout_backward", b_dropout_bw, c_dropout_bw, 1},
     {"t", b_r23, c_t, 1},
@@ -340,7 +378,9 @@ static const gcase cases[] = {
     {"slice.Tensor", b_r24, c_slice, 1},
     {"cat", b_cat, c_cat, 1},
     {"stack", b_r23_r23, c_stack, 1},
-    {"as_strided", b_r23, c_as_strided, 0}, /* create_graph refused (formulas_strided.c) */
+    {"as_strided", b_r23, c_as_strided, 1},
+    {"as_strided (overlapping output)", b_r5, c_as_strided_windows, 1},
+    {"as_strided (overlapping input)", b_r3, c_as_strided_expanded, 1},
     {"_to_copy", b_r23, c_to_copy, 1},
     {"clone", b_r23, c_clone, 1},
     {"copy_", b_r23_r3, c_copy_, 1},
@@ -390,23 +430,9 @@ TEST(gradgradcheck_passes_where_double_backward_exists) {
   return 0;
 }
 
-/* as_strided's formula refuses create_graph rather than answer wrongly. */
-TEST(as_strided_refuses_double_backward) {
-  const gcase *c = NULL;
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    if (cases[i].call == c_as_strided) c = &cases[i];
-  ASSERT_TRUE(c != NULL);
-  disp_tensor *x = R(2, 3);
-  ASSERT_TRUE(disp_gradgradcheck(f_case, (void *)c, &x, 1, NULL, 0, NULL) != DISP_OK);
-  ASSERT_CONTAINS(disp_last_error(), "create_graph");
-  disp_tensor_release(x);
-  return 0;
-}
-
 TEST_LIST = {
     TEST_ENTRY(gradcheck_passes_for_every_operator),
     TEST_ENTRY(gradgradcheck_passes_where_double_backward_exists),
-    TEST_ENTRY(as_strided_refuses_double_backward),
     TEST_END,
 };
 

@@ -6,7 +6,8 @@
  * inputs require grad records a node - its backward function, named as
  * PyTorch names it ("MulBackward0") - and its outputs point at that node
  * (their grad_fn). A leaf (a tensor the program made, with requires_grad
- * set) gets an "AccumulateGrad" node the first time it is used. The
+ * set) gets a "torch::autograd::AccumulateGrad" node the first time it
+ * is used. The
  * engine runs the nodes from the outputs back to the leaves in dependency
  * order and adds each leaf's gradient into its `grad`.
  *
@@ -62,7 +63,15 @@ DISP_API disp_tensor *disp_tensor_grad(const disp_tensor *t);
 DISP_API disp_status disp_tensor_set_grad(disp_tensor *t, disp_tensor *grad);
 
 /* disp_tensor_grad_fn - the node that computed `t` (borrowed), NULL for a
- * leaf or a tensor outside any graph. */
+ * leaf or a tensor outside any graph. A view in a graph whose base (or
+ * another view of it) was modified in place since gets its grad_fn made
+ * anew here, an AsStridedBackward0 over the base's new history, as 1.13's
+ * grad_fn does; a view made in no-grad or inference mode whose base requires
+ * grad and was modified so gives NULL with 1.13's message ("A view was
+ * created in no_grad mode and its base or another view of its base has been
+ * modified inplace with grad mode enabled. ..."), where 1.13 raises.
+ * Making it anew changes t's autograd data: not thread-safe for a view
+ * another thread uses meanwhile (tensors are not synchronized). */
 DISP_API disp_node *disp_tensor_grad_fn(const disp_tensor *t);
 
 /* disp_tensor_is_leaf - 1 when t has no grad_fn (PyTorch's is_leaf). */
@@ -118,7 +127,11 @@ DISP_API disp_status disp_tensor_remove_hook(disp_tensor *t, uint64_t id);
 
 /* ---- walking the graph ------------------------------------------------- */
 
-/* disp_node_name - PyTorch's node name ("AddBackward0", "AccumulateGrad"). */
+/* disp_node_name - 1.13's Node::name(): "AddBackward0" for a node of a
+ * derivatives.yaml formula; for 1.13's hand-written nodes their C++ type,
+ * namespace included, which 1.13's messages print too:
+ * "torch::autograd::AccumulateGrad", "torch::autograd::CopySlices",
+ * "torch::autograd::CopyBackwards" (Python shows the bare class names). */
 DISP_API const char *disp_node_name(const disp_node *n);
 
 /* disp_node_num_next - how many edges leave n (one per differentiable

@@ -70,7 +70,7 @@ static void destroy_state(disp_node *n) {
 static const ag_node_ops accumulate_ops = {apply, NULL, destroy_state};
 
 disp_node *disp__accumulator_new(disp_tensor *leaf) {
-  disp_node *n = disp__node_new(&accumulate_ops, "AccumulateGrad", 1, 0);
+  disp_node *n = disp__node_new(&accumulate_ops, "torch::autograd::AccumulateGrad", 1, 0);
   if (!n) return NULL;
   n->state = disp_tensor_retain(leaf);
   n->seq = UINT64_MAX; /* PyTorch: accumulators run as soon as they are ready */

@@ -19,6 +19,7 @@
 
 #include "disp.h"
 #include "disp/autograd.h"
+#include "tensor/tensor_internal.h"
 
 /* ---- edges and nodes --------------------------------------------------- */
 
@@ -28,14 +29,23 @@ typedef struct ag_edge {
 } ag_edge;
 
 /* What a gradient flowing along an edge must look like: the forward
- * input's shape, dtype and device (PyTorch's InputMetadata). */
+ * input's shape, dtype and device (PyTorch's InputMetadata). Its strides
+ * and storage offset are kept too: formulas read them where 1.13 saves an
+ * input's geometry instead of the input (mm's self_sym_strides,
+ * as_strided's self_geometry), so the input itself need not be saved. */
 typedef struct ag_geom {
-  int ndim;
-  int64_t sizes[8]; /* ndim <= 8 here; larger shapes keep heap_sizes */
-  int64_t *heap_sizes;
+  int16_t ndim;
+  unsigned char has_strides; /* 0 for a tensor without strides (opaque) */
   disp_dtype dtype;
+  /* sizes, then strides: here up to 4 dims, in heap beyond */
+  int64_t dims[8];
+  int64_t *heap;
+  int64_t storage_offset;
   disp_device device;
 } ag_geom;
+/* A node allocates one per edge on every recorded call: kept as small as
+ * the sizes-only one it replaced. */
+_Static_assert(sizeof(ag_geom) <= 96, "ag_geom grew");
 
 typedef struct ag_hook {
   struct ag_hook *next;
@@ -84,8 +94,16 @@ void disp__node_release(disp_node *n); /* NULL ok; frees the chain iteratively *
 
 /* Records t's geometry into g (no allocation below 9 dims; 1 on OOM). */
 int disp__geom_set(ag_geom *g, const disp_tensor *t);
+/* dst = src with a heap block of its own; 1 on OOM (dst then owns nothing). */
+int disp__geom_copy(ag_geom *dst, const ag_geom *src);
 void disp__geom_clear(ag_geom *g);
 const int64_t *disp__geom_sizes(const ag_geom *g);
+/* NULL when the tensor had no strides. */
+const int64_t *disp__geom_strides(const ag_geom *g);
+
+/* Edge e of n goes where t's gradient goes (disp__gradient_edge), with t's
+ * geometry; a failure's message is set. */
+disp_status disp__edge_set(disp_node *n, uint32_t e, disp_tensor *t);
 
 /* The message for a second backward through freed saved tensors. */
 disp_status disp__node_fail_released(const disp_node *n);
@@ -108,13 +126,19 @@ typedef struct ag_meta {
   disp_node *accumulator;  /* weak: a leaf's AccumulateGrad, see the Note */
   ag_weak *weak;           /* created on demand */
   ag_hook *leaf_hooks;     /* a leaf's hooks, run by its AccumulateGrad */
-  disp_tensor *view_base;  /* owned: the root a view was made from (views.c) */
-  unsigned char view_no_grad; /* the view was made in no-grad mode */
+  disp_tensor *view_base;  /* owned: the root a view was made from (view_meta.c) */
+  uint64_t view_version;   /* the version the view's grad_fn belongs to (1.13's attr_version) */
+  unsigned char view_creation; /* an ag_view_creation */
   unsigned char retains_grad;
 } ag_meta;
 
-/* The meta of t, or NULL when it has none. */
-ag_meta *disp__meta_get(const disp_tensor *t);
+/* How a view was made (1.13's CreationMeta): an in-place update of a view
+ * made in no-grad or inference mode is refused in grad mode. */
+typedef enum ag_view_creation { AG_VIEW_DEFAULT, AG_VIEW_NO_GRAD, AG_VIEW_INFERENCE } ag_view_creation;
+
+/* The meta of t, or NULL when it has none (t may be NULL). Read on every
+ * recorded call: inline. */
+static inline ag_meta *disp__meta_get(const disp_tensor *t) { return t ? (ag_meta *)t->autograd_meta : NULL; }
 /* The meta of t, created when missing; NULL (message set) on OOM. */
 ag_meta *disp__meta_ensure(disp_tensor *t);
 
@@ -128,10 +152,11 @@ int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr);
 /*
  * disp__gradient_edge - where t's gradient goes: (grad_fn, output_nr) for a
  * computed tensor, (its AccumulateGrad, 0) for a leaf that requires grad -
- * created on first use - and (NULL, 0) otherwise. The node is a new
- * reference. Nonzero on OOM.
+ * created on first use - and (NULL, 0) otherwise. A view's grad_fn is
+ * brought up to date first (disp__view_refresh), which may refuse. The
+ * node is a new reference.
  */
-int disp__gradient_edge(disp_tensor *t, ag_edge *out);
+disp_status disp__gradient_edge(disp_tensor *t, ag_edge *out);
 
 /*
  * The input tensors of a call, held (retained) while it runs, so its outputs
@@ -152,19 +177,23 @@ int disp__held_add(ag_held *h, disp_tensor *t); /* NULL ok; nonzero on OOM */
 int disp__held_contains(const ag_held *h, const disp_tensor *t);
 void disp__held_release(ag_held *h);
 
-/* ---- differentiable views (views.c) ---------------------------------------- */
+/* ---- differentiable views (view_meta.c, views.c) ------------------------------- */
 
-/* Records that `view` (a view operator's output) views input's base;
- * no_grad: made in no-grad mode. Nonzero on OOM. */
-int disp__view_mark(disp_tensor *view, disp_tensor *input, int no_grad);
+/* Whether t is a marked view. */
 int disp__view_is_tracked(const disp_tensor *t);
-/* Whether t is a view whose base requires grad. */
-int disp__view_base_requires_grad(const disp_tensor *t);
-/* 1.13's check_inplace rules for views: no-grad views, views of leaves. */
+/* 1.13's check_inplace rules for views: no-grad and inference-mode views,
+ * views of leaves. */
 disp_status disp__view_check_inplace(disp_tensor *t);
+/* Brings a view's grad_fn up to date with its version counter (1.13's lazy
+ * VariableHooks::grad_fn); refuses a no-grad or inference-mode view whose
+ * base was written. DISP_OK for anything else. */
+disp_status disp__view_refresh(const disp_tensor *t);
 /* An in-place op's node fn wrote `view` (its output out_nr): the base's
  * grad_fn becomes CopySlices, the view's AsStridedBackward0. */
 disp_status disp__view_rebase(disp_tensor *view, disp_node *fn, uint32_t out_nr);
+/* The view's grad_fn becomes an AsStridedBackward0 over its base's
+ * current history (views.c). */
+disp_status disp__view_regenerate(disp_tensor *view);
 
 /* ---- saved tensors ------------------------------------------------------ */
 
@@ -180,8 +209,9 @@ typedef struct ag_saved {
 } ag_saved_var;
 
 /* Saves t (NULL: an undefined saved tensor). is_output: t is an output of
- * the node being recorded. Nonzero on OOM. */
-int disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t output_nr);
+ * the node being recorded. Refuses an inference tensor, as 1.13 ("Inference
+ * tensors cannot be saved for backward. ..."); a failure's message is set. */
+disp_status disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t output_nr);
 
 /*
  * disp__saved_unpack - the saved tensor for a backward pass of `node` (new
@@ -199,9 +229,19 @@ void disp__saved_clear(ag_saved_var *s);
 /* The key set below autograd for redispatch from an autograd kernel. */
 disp_keyset disp__ag_below(disp_keyset ks);
 
-/* Nonzero when t requires grad (t may be NULL); grad mode is the caller's
- * to check (disp__ag_requires_grad in aten_kernels.h checks both). */
-static inline int disp__ag_requires(const disp_tensor *t) { return t && disp_tensor_requires_grad(t); }
+/* Whether t requires grad as 1.13's requires_grad() says (t may be NULL):
+ * its flag, or for a view its base's (DifferentiableViewMeta: a view of a
+ * tensor that came to require grad after the view was made, by an
+ * in-place update with an input that requires grad, does too, and its
+ * grad_fn is made when it is used). Grad mode is the caller's to check
+ * (disp__ag_requires_grad in aten_kernels.h checks both). Every recorded
+ * call asks, so the fields are read directly. */
+static inline int disp__ag_requires(const disp_tensor *t) {
+  if (!t) return 0;
+  if (t->requires_grad) return 1;
+  const ag_meta *m = disp__meta_get(t);
+  return m && m->view_base && m->view_base->requires_grad;
+}
 
 /* Sequence numbers: one thread-independent counter. */
 uint64_t disp__ag_next_seq(void);

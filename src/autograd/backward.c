@@ -46,8 +46,8 @@ static disp_status make_roots(disp_tensor *const *ts, size_t n, disp_tensor *con
     if (!disp_tensor_requires_grad(ts[i]))
       return disp__fail(DISP_ERR_INVALID_ARG,
                         "element %zu of tensors does not require grad and does not have a grad_fn", i);
-    if (disp__gradient_edge(ts[i], &edges[i])) return DISP_ERR_NO_MEMORY;
-    disp_status st = root_grad(ts[i], grads ? grads[i] : NULL, i, &rg[i]);
+    disp_status st = disp__gradient_edge(ts[i], &edges[i]);
+    if (st == DISP_OK) st = root_grad(ts[i], grads ? grads[i] : NULL, i, &rg[i]);
     if (st != DISP_OK) return st;
   }
   return DISP_OK;
@@ -74,8 +74,7 @@ static disp_status run(disp_tensor *const *tensors, size_t n, disp_tensor *const
     if (!inputs[i]) st = disp__fail(DISP_ERR_INVALID_ARG, "autograd.grad: inputs[%zu] is NULL", i);
     else if (!disp_tensor_requires_grad(inputs[i]))
       st = disp__fail(DISP_ERR_INVALID_ARG, "One of the differentiated Tensors does not require grad");
-    else if (disp__gradient_edge(inputs[i], &in[i]))
-      st = DISP_ERR_NO_MEMORY;
+    else st = disp__gradient_edge(inputs[i], &in[i]);
   }
   if (st == DISP_OK) st = disp__engine_run(roots, rg, n, in, ni, retain_graph, create_graph, captured);
   edges_free(roots, n);

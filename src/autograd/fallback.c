@@ -57,13 +57,14 @@ static uint32_t count_requiring(disp_value *args, size_t nargs) {
   return n;
 }
 
-static disp_node *node_for(const disp_op *op, disp_value *args, size_t nargs, uint32_t nedges, uint32_t nrets) {
+static disp_status node_for(const disp_op *op, disp_value *args, size_t nargs, uint32_t nedges, uint32_t nrets,
+                            disp_node **out) {
   not_implemented *s = malloc(sizeof *s);
   disp_node *n = s ? disp__node_new(&not_implemented_ops, "NotImplemented", nrets, nedges) : NULL;
+  *out = NULL;
   if (!n) {
     free(s);
-    disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", disp_op_name(op));
-    return NULL;
+    return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", disp_op_name(op));
   }
   s->op = disp_op_name(op);
   s->mode = disp_autograd_fallback_mode_get();
@@ -75,14 +76,14 @@ static disp_node *node_for(const disp_op *op, disp_value *args, size_t nargs, ui
     for (size_t k = 0; k < tensors_in(&args[i]); k++) {
       disp_tensor *t = tensor_at(&args[i], k);
       if (!disp__ag_requires(t)) continue;
-      if (disp__gradient_edge(t, &n->next[e]) || disp__geom_set(&n->geom[e], t)) {
+      disp_status st = disp__edge_set(n, e++, t);
+      if (st != DISP_OK) {
         disp__node_release(n);
-        disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", disp_op_name(op));
-        return NULL;
+        return st;
       }
-      e++;
     }
-  return n;
+  *out = n;
+  return DISP_OK;
 }
 
 /* An out= variant: a keyword-only argument the op writes. */
@@ -125,8 +126,12 @@ disp_status disp__ag_fallback(const disp_op *op, disp_keyset ks, disp_stack *st,
                       "the arguments requires grad.",
                       disp_schema_base_name(s));
   }
-  disp_node *n = node_for(op, args, nargs, nedges, (uint32_t)nrets);
-  if (!n) return DISP_ERR_NO_MEMORY;
+  disp_node *n;
+  disp_status made = node_for(op, args, nargs, nedges, (uint32_t)nrets, &n);
+  if (made != DISP_OK) {
+    disp_stack_drop(st, nargs);
+    return made;
+  }
   ag_held inputs = AG_HELD_INIT(inputs);
   for (size_t i = 0; i < nargs; i++)
     for (size_t k = 0; !disp_schema_argument_is_write(s, i) && k < tensors_in(&args[i]); k++)

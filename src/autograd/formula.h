@@ -28,6 +28,19 @@
  * differentiable input in the order of `inputs`; leave NULL for "zero".
  * Outputs of an integer or bool dtype (indices, masks) never get a
  * gradient.
+ *
+ * Note [Saving only what a gradient uses]
+ * 1.13's generated VariableType saves an input only when a derivative that
+ * uses it will be computed: gen_variable_type.py's guard_for wraps the
+ * save in `if (grad_fn->should_compute_output(k))` when the input is used
+ * by the formula of exactly one differentiable input k (and the operator
+ * has more than one, none a Tensor[], and "backward" is not in its name).
+ * A formula writes that guard as `name@input`: `"self@mat2,mat2@self"` for
+ * mm saves self only when mat2's gradient is wanted and mat2 only for
+ * self's. A saved tensor that was not saved reads back as NULL, so a
+ * backward reads it only under ag_needs(c, k) of its guard. An unsaved
+ * input is not version-checked, so it may be modified in place before the
+ * backward pass, as in 1.13. Outputs are always saved.
  */
 #ifndef DISP_AUTOGRAD_FORMULA_H
 #define DISP_AUTOGRAD_FORMULA_H
@@ -43,7 +56,8 @@ typedef struct ag_formula {
   const char *op;     /* qualified name with overload: "aten::mul.Tensor" */
   const char *node;   /* PyTorch's node name: "MulBackward0" */
   const char *inputs; /* differentiable arguments, comma-separated names */
-  const char *saved;  /* argument names, "result" (first output) or "result1"...; "" for none */
+  const char *saved;  /* argument names, "result" (first output) or "result1"...; "" for none
+                       * (Note [Saving only what a gradient uses]) */
   ag_backward_fn backward;
   const char *nondiff; /* outputs derivatives.yaml marks not differentiable ("result1"); NULL none */
 } ag_formula;
@@ -70,6 +84,11 @@ int ag_needs(ag_ctx *c, int j);
 
 /* The j-th differentiable input's shape, dtype, device at forward time. */
 const int64_t *ag_input_sizes(ag_ctx *c, int j, int *ndim);
+/* Its strides (ndim of them; NULL for a tensor without strides) and
+ * storage offset at forward time (1.13's saved self_sym_strides,
+ * self_geometry). */
+const int64_t *ag_input_strides(ag_ctx *c, int j);
+int64_t ag_input_storage_offset(ag_ctx *c, int j);
 disp_dtype ag_input_dtype(ag_ctx *c, int j);
 disp_device ag_input_device(ag_ctx *c, int j);
 

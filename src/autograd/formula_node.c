@@ -120,6 +120,10 @@ const int64_t *ag_input_sizes(ag_ctx *c, int j, int *ndim) {
   return disp__geom_sizes(g);
 }
 
+const int64_t *ag_input_strides(ag_ctx *c, int j) { return disp__geom_strides(&c->node->geom[j]); }
+
+int64_t ag_input_storage_offset(ag_ctx *c, int j) { return c->node->geom[j].storage_offset; }
+
 disp_dtype ag_input_dtype(ag_ctx *c, int j) { return c->node->geom[j].dtype; }
 
 disp_device ag_input_device(ag_ctx *c, int j) { return c->node->geom[j].device; }

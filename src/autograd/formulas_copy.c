@@ -27,12 +27,14 @@ static disp_status copy_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor *
   return st;
 }
 
-/* fill_.Scalar is FillBackward2: fill.Scalar and fill.Tensor come first
- * in 1.13's derivatives.yaml. */
+/* Names as 1.13's grad_fn->name() gives them (tests/test_node_names.c):
+ * fill_.Scalar is FillBackward2 (fill.Scalar and fill.Tensor come first in
+ * derivatives.yaml); copy_'s node is hand-written in 1.13, and the name() of
+ * such nodes is their C++ type's, namespace included. */
 static const ag_formula formulas[] = {
     {"aten::_to_copy", "ToCopyBackward0", "self", "", pass_backward, NULL},
     {"aten::clone", "CloneBackward0", "self", "", pass_backward, NULL},
-    {"aten::copy_", "CopyBackwards", "self,src", "", copy_backward, NULL},
+    {"aten::copy_", "torch::autograd::CopyBackwards", "self,src", "", copy_backward, NULL},
     {"aten::fill_.Scalar", "FillBackward2", "self", "", overwrite_backward, NULL},
     {"aten::zero_", "ZeroBackward0", "self", "", overwrite_backward, NULL},
 };

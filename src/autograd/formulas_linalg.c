@@ -35,37 +35,41 @@ static disp_status product(disp_tensor *a, int ta, disp_tensor *b, int tb, int t
   return st;
 }
 
-/* Whether the 2-d matrix m is column-major (strides (1, rows)), the layout
- * 1.13's mm_mat*_backward keeps for its gradient (an nn.Linear weight.t()). */
-static int column_major(const disp_tensor *m) {
-  const int64_t *s = disp_tensor_strides(m), *z = disp_tensor_sizes(m);
-  return disp_tensor_ndim(m) == 2 && s[0] == 1 && s[1] == z[0];
+/* Whether the j-th input was a column-major matrix (strides (1, rows)) at
+ * forward time, the layout 1.13's mm_mat*_backward keeps for its gradient
+ * (an nn.Linear weight.t()). It reads the input's recorded geometry, as
+ * 1.13 reads its saved sym_strides, so the input itself need not be saved. */
+static int column_major(ag_ctx *c, int j) {
+  int nd;
+  const int64_t *z = ag_input_sizes(c, j, &nd), *s = ag_input_strides(c, j);
+  return nd == 2 && s && s[0] == 1 && s[1] == z[0];
 }
 
-/* mm_mat1_backward(grad, mat2, mat1, alpha): grad @ mat2.t(), computed as
- * (mat2 @ grad.t()).t() when mat1 was column-major. */
-static disp_status mat1_backward(disp_tensor *grad, disp_tensor *mat2, disp_tensor *mat1, disp_scalar alpha,
+/* mm_mat1_backward(grad, mat2, mat1 geometry, alpha): grad @ mat2.t(),
+ * computed as (mat2 @ grad.t()).t() when mat1 (input j) was column-major. */
+static disp_status mat1_backward(ag_ctx *c, int j, disp_tensor *grad, disp_tensor *mat2, disp_scalar alpha,
                                  disp_tensor **out) {
-  if (column_major(mat1)) return product(mat2, 0, grad, 1, 1, alpha, out);
+  if (column_major(c, j)) return product(mat2, 0, grad, 1, 1, alpha, out);
   return product(grad, 0, mat2, 1, 0, alpha, out);
 }
 
-/* mm_mat2_backward(grad, mat1, mat2, alpha): mat1.t() @ grad, computed as
- * (grad.t() @ mat1).t() when mat2 was column-major. */
-static disp_status mat2_backward(disp_tensor *grad, disp_tensor *mat1, disp_tensor *mat2, disp_scalar alpha,
+/* mm_mat2_backward(grad, mat1, mat2 geometry, alpha): mat1.t() @ grad,
+ * computed as (grad.t() @ mat1).t() when mat2 (input j) was column-major. */
+static disp_status mat2_backward(ag_ctx *c, int j, disp_tensor *grad, disp_tensor *mat1, disp_scalar alpha,
                                  disp_tensor **out) {
-  if (column_major(mat2)) return product(grad, 1, mat1, 0, 1, alpha, out);
+  if (column_major(c, j)) return product(grad, 1, mat1, 0, 1, alpha, out);
   return product(mat1, 1, grad, 0, 0, alpha, out);
 }
 
-/* mm: self: mm_mat1_backward(grad, mat2, self, 1);
- * mat2: mm_mat2_backward(grad, self, mat2, 1). */
+/* mm: self: mm_mat1_backward(grad, mat2, self geometry, 1);
+ * mat2: mm_mat2_backward(grad, self, mat2 geometry, 1). Each saved matrix
+ * is there only for the other's gradient (saved "self@mat2,mat2@self"). */
 static disp_status mm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   disp_status st = DISP_OK;
   disp_scalar one = disp_scalar_int(1);
   disp_tensor *self = ag_saved(c, 0), *mat2 = ag_saved(c, 1);
-  if (ag_needs(c, 0)) st = mat1_backward(g[0], mat2, self, one, &out[0]);
-  if (st == DISP_OK && ag_needs(c, 1)) st = mat2_backward(g[0], self, mat2, one, &out[1]);
+  if (ag_needs(c, 0)) st = mat1_backward(c, 0, g[0], mat2, one, &out[0]);
+  if (st == DISP_OK && ag_needs(c, 1)) st = mat2_backward(c, 1, g[0], self, one, &out[1]);
   return st;
 }
 
@@ -76,8 +80,8 @@ static disp_status addmm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor 
   disp_scalar beta = ag_scalar(c, 3), alpha = ag_scalar(c, 4);
   disp_tensor *mat1 = ag_saved(c, 0), *mat2 = ag_saved(c, 1);
   if (ag_needs(c, 0)) st = maybe_multiply(g[0], beta, &out[0]);
-  if (st == DISP_OK && ag_needs(c, 1)) st = mat1_backward(g[0], mat2, mat1, alpha, &out[1]);
-  if (st == DISP_OK && ag_needs(c, 2)) st = mat2_backward(g[0], mat1, mat2, alpha, &out[2]);
+  if (st == DISP_OK && ag_needs(c, 1)) st = mat1_backward(c, 1, g[0], mat2, alpha, &out[1]);
+  if (st == DISP_OK && ag_needs(c, 2)) st = mat2_backward(c, 2, g[0], mat1, alpha, &out[2]);
   return st;
 }
 
@@ -100,9 +104,9 @@ static disp_status bmm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **
 }
 
 static const ag_formula formulas[] = {
-    {"aten::mm", "MmBackward0", "self,mat2", "self,mat2", mm_backward, NULL},
-    {"aten::addmm", "AddmmBackward0", "self,mat1,mat2", "mat1,mat2", addmm_backward, NULL},
-    {"aten::bmm", "BmmBackward0", "self,mat2", "self,mat2", bmm_backward, NULL},
+    {"aten::mm", "MmBackward0", "self,mat2", "self@mat2,mat2@self", mm_backward, NULL},
+    {"aten::addmm", "AddmmBackward0", "self,mat1,mat2", "mat1@mat2,mat2@mat1", addmm_backward, NULL},
+    {"aten::bmm", "BmmBackward0", "self,mat2", "self@mat2,mat2@self", bmm_backward, NULL},
 };
 
 const ag_formula_set disp__ag_formulas_linalg = {formulas, sizeof formulas / sizeof *formulas};

@@ -221,7 +221,7 @@ static disp_status native_dropout_backward_backward(ag_ctx *c, disp_tensor *cons
                       "the derivative for 'native_dropout_backward: mask' is not implemented.");
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *gc = NULL;
-  disp_status st = to_dtype(g[0], ag_input_dtype(c, 0), &gc);
+  disp_status st = to_dtype(g[0], disp_tensor_dtype(ag_saved(c, 1)), &gc); /* ggI.type_as(grad_output) */
   if (st == DISP_OK) st = masked_scale(gc, ag_saved(c, 0), ag_double(c, 2), &out[0]);
   disp_tensor_release(gc);
   return st;
@@ -242,7 +242,7 @@ static const ag_formula formulas[] = {
     {"aten::mse_loss_backward", "MseLossBackwardBackward0", "grad_output,self,target", "grad_output,self,target",
      mse_loss_backward_backward, NULL},
     {"aten::native_dropout", "NativeDropoutBackward0", "input", "result1", native_dropout_backward, "result1"},
-    {"aten::native_dropout_backward", "NativeDropoutBackwardBackward0", "grad_output,mask", "mask",
+    {"aten::native_dropout_backward", "NativeDropoutBackwardBackward0", "grad_output,mask", "mask,grad_output",
      native_dropout_backward_backward, NULL},
 };
 

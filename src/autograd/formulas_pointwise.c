@@ -36,7 +36,8 @@ static disp_status sub_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **
   return st;
 }
 
-/* mul.Tensor: self: grad * other; other: grad * self. */
+/* mul.Tensor: self: grad * other; other: grad * self (each saved only for
+ * the other's gradient). */
 static disp_status mul_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   disp_status st = DISP_OK;
   if (ag_needs(c, 0)) st = disp_aten_mul_Tensor(g[0], ag_saved(c, 1), &out[0]);
@@ -49,7 +50,8 @@ static disp_status mul_scalar_backward(ag_ctx *c, disp_tensor *const *g, disp_te
   return ag_needs(c, 0) ? disp_aten_mul_Scalar(g[0], ag_scalar(c, 1), &out[0]) : DISP_OK;
 }
 
-/* div.Tensor: self: grad / other; other: -grad * self / (other * other). */
+/* div.Tensor: self: grad / other; other: -grad * self / (other * other)
+ * (self saved only for other's gradient). */
 static disp_status div_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   disp_tensor *self = ag_saved(c, 0), *other = ag_saved(c, 1);
   disp_status st = DISP_OK;
@@ -183,11 +185,11 @@ static const ag_formula formulas[] = {
     {"aten::sub.Tensor", "SubBackward0", "self,other", "", sub_backward, NULL},
     {"aten::sub_.Tensor", "SubBackward0", "self,other", "", sub_backward, NULL},
     {"aten::sub.Scalar", "SubBackward1", "self", "", identity_backward, NULL},
-    {"aten::mul.Tensor", "MulBackward0", "self,other", "self,other", mul_backward, NULL},
-    {"aten::mul_.Tensor", "MulBackward0", "self,other", "self,other", mul_backward, NULL},
+    {"aten::mul.Tensor", "MulBackward0", "self,other", "self@other,other@self", mul_backward, NULL},
+    {"aten::mul_.Tensor", "MulBackward0", "self,other", "self@other,other@self", mul_backward, NULL},
     {"aten::mul.Scalar", "MulBackward1", "self", "", mul_scalar_backward, NULL},
-    {"aten::div.Tensor", "DivBackward0", "self,other", "self,other", div_backward, NULL},
-    {"aten::div_.Tensor", "DivBackward0", "self,other", "self,other", div_backward, NULL},
+    {"aten::div.Tensor", "DivBackward0", "self,other", "self@other,other", div_backward, NULL},
+    {"aten::div_.Tensor", "DivBackward0", "self,other", "self@other,other", div_backward, NULL},
     {"aten::div.Scalar", "DivBackward1", "self", "", div_scalar_backward, NULL},
     {"aten::neg", "NegBackward0", "self", "", neg_backward, NULL},
     {"aten::relu", "ReluBackward0", "self", "result", relu_backward, NULL},

@@ -57,16 +57,17 @@ static disp_status sum_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tenso
   return st;
 }
 
-/* Number of elements the mean of input 0 averaged over. */
+/* Number of elements the mean of input 0 averaged over: the dims at
+ * argument dim_pos, or all of them (dim_pos < 0). */
 static int64_t mean_count(ag_ctx *c, int dim_pos) {
   int nd;
   const int64_t *sizes = ag_input_sizes(c, 0, &nd);
   int64_t n = 1;
-  disp_int_list dims = dim_pos >= 0 ? ag_int_list(c, dim_pos) : (disp_int_list){0, 0};
-  if (dim_pos < 0 || ag_is_none(c, dim_pos) || dims.len == 0) {
+  if (dim_pos < 0) {
     for (int d = 0; d < nd; d++) n *= sizes[d];
     return n;
   }
+  disp_int_list dims = ag_int_list(c, dim_pos);
   for (size_t i = 0; i < dims.len; i++) n *= sizes[dims.data[i] < 0 ? dims.data[i] + nd : dims.data[i]];
   return n;
 }
@@ -81,12 +82,17 @@ static disp_status mean_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor *
   return st;
 }
 
-/* mean.dim: sum.dim's gradient divided by the count. */
+/* mean.dim: mean_backward(grad, self.sym_sizes(), dim, self.sym_numel(),
+ * keepdim), sum.dim's gradient divided by the count; an all-reduce (dim
+ * None or empty) divides by the saved self's numel, as 1.13, which saves
+ * self for it (so its version is checked). */
 static disp_status mean_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *s = NULL;
+  int all = ag_is_none(c, 1) || ag_int_list(c, 1).len == 0;
+  int64_t n = all ? disp_tensor_numel(ag_saved(c, 0)) : mean_count(c, 1);
   disp_status st = sum_dim_backward(c, g, &s);
-  if (st == DISP_OK) st = disp_aten_div_Scalar(s, disp_scalar_int(mean_count(c, 1)), &out[0]);
+  if (st == DISP_OK) st = disp_aten_div_Scalar(s, disp_scalar_int(n), &out[0]);
   disp_tensor_release(s);
   return st;
 }
@@ -159,7 +165,7 @@ static const ag_formula formulas[] = {
     {"aten::sum", "SumBackward0", "self", "", sum_backward, NULL},
     {"aten::sum.dim_IntList", "SumBackward1", "self", "", sum_dim_backward, NULL},
     {"aten::mean", "MeanBackward0", "self", "", mean_backward, NULL},
-    {"aten::mean.dim", "MeanBackward1", "self", "", mean_dim_backward, NULL},
+    {"aten::mean.dim", "MeanBackward1", "self", "self", mean_dim_backward, NULL},
     {"aten::amax", "AmaxBackward0", "self", "self,result", amax_backward, NULL},
     {"aten::max.dim", "MaxBackward0", "self", "result1", max_dim_backward, "result1"},
 };

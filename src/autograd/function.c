@@ -166,20 +166,21 @@ static int in_list(disp_tensor *const *l, size_t n, const disp_tensor *t) {
   return 0;
 }
 
-static disp_node *make_node(disp_function_ctx *c, disp_tensor *const *inputs, size_t n) {
+static disp_status make_node(disp_function_ctx *c, disp_tensor *const *inputs, size_t n) {
   disp_node *node = disp__node_new(&function_ops, c->def->name ? c->def->name : "CustomFunctionBackward",
                                    (uint32_t)c->n_outputs, (uint32_t)n);
-  if (!node) return NULL;
-  for (size_t i = 0; i < n; i++)
-    if (inputs[i] && (disp__gradient_edge(inputs[i], &node->next[i]) || disp__geom_set(&node->geom[i], inputs[i]))) {
+  if (!node) return DISP_ERR_NO_MEMORY;
+  for (size_t i = 0; i < n; i++) {
+    disp_status st = inputs[i] ? disp__edge_set(node, (uint32_t)i, inputs[i]) : DISP_OK;
+    if (st != DISP_OK) {
       disp__node_release(node);
-      disp__fail(DISP_ERR_NO_MEMORY, "%s: out of memory", c->def->name);
-      return NULL;
+      return st;
     }
+  }
   node->state = c;
   node->fwd_op = node->name;
   c->node = node;
-  return node;
+  return DISP_OK;
 }
 
 /* An input returned as it is comes back as a new alias carrying the graph
@@ -218,8 +219,8 @@ static disp_status convert_saved(disp_function_ctx *c, disp_tensor **outputs) {
     int out_nr = -1;
     for (size_t j = 0; j < c->n_outputs && out_nr < 0; j++)
       if (c->to_save[i] && c->to_save[i] == outputs[j]) out_nr = (int)j;
-    if (disp__saved_set(&c->saved[i], c->to_save[i], out_nr >= 0, out_nr >= 0 ? (uint32_t)out_nr : 0))
-      return disp__fail(DISP_ERR_NO_MEMORY, "%s: out of memory", c->def->name);
+    disp_status st = disp__saved_set(&c->saved[i], c->to_save[i], out_nr >= 0, out_nr >= 0 ? (uint32_t)out_nr : 0);
+    if (st != DISP_OK) return st;
     disp_tensor_release(c->to_save[i]);
     c->to_save[i] = NULL;
   }
@@ -263,10 +264,12 @@ disp_status disp_function_apply(const disp_function_def *def, disp_tensor *const
     return disp__fail(DISP_ERR_NO_MEMORY, "disp_function_apply: out of memory");
   }
   c->def = def, c->n_inputs = n, c->n_outputs = nout, c->materialize = 1;
-  disp_node *node = NULL;
-  if (disp_grad_mode_enabled() && any_requires_grad(inputs, n) && !(node = make_node(c, inputs, n))) {
-    ctx_free(c);
-    return DISP_ERR_NO_MEMORY;
+  if (disp_grad_mode_enabled() && any_requires_grad(inputs, n)) {
+    disp_status made = make_node(c, inputs, n);
+    if (made != DISP_OK) {
+      ctx_free(c);
+      return made;
+    }
   }
   c->in_forward = 1;
   disp_tls_state g = disp_grad_mode_push(0);
@@ -277,7 +280,7 @@ disp_status disp_function_apply(const disp_function_def *def, disp_tensor *const
   c->dirty = c->nondiff = NULL, c->ndirty = c->nnondiff = 0;
   if (st != DISP_OK)
     for (size_t i = 0; i < nout; i++) disp_tensor_release(outputs[i]), outputs[i] = NULL;
-  if (node) disp__node_release(node); /* the outputs hold it now; it frees c with the graph */
+  if (c->node) disp__node_release(c->node); /* the outputs hold it now; it frees c with the graph */
   else ctx_free(c);
   return st;
 }

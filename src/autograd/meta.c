@@ -8,6 +8,7 @@
 #include "argcheck_internal.h"
 #include "autograd_internal.h"
 #include "error_internal.h"
+#include "tensor/objcache.h"
 #include "tensor/tensor_internal.h"
 
 void disp__weak_release(ag_weak *w) {
@@ -33,19 +34,20 @@ static void meta_destroy(void *p) {
   }
   hooks_free(m->leaf_hooks);
   disp_tensor_release(m->view_base);
-  free(m);
+  disp__cache_put(DISP__CACHE_AG_META, m);
 }
 
-ag_meta *disp__meta_get(const disp_tensor *t) { return t ? disp__tensor_autograd_meta(t) : NULL; }
-
+/* Metas come from the thread's block cache (objcache.h): every view gets
+ * one (view_meta.c), most of them short-lived. */
 ag_meta *disp__meta_ensure(disp_tensor *t) {
-  ag_meta *m = disp__tensor_autograd_meta(t);
+  ag_meta *m = disp__meta_get(t);
   if (m) return m;
-  m = calloc(1, sizeof *m);
+  m = disp__cache_get(DISP__CACHE_AG_META, sizeof *m);
   if (!m) {
     disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
     return NULL;
   }
+  memset(m, 0, sizeof *m);
   disp__tensor_set_autograd_meta(t, m, meta_destroy);
   return m;
 }
@@ -67,25 +69,27 @@ int disp__set_history(disp_tensor *t, disp_node *node, uint32_t output_nr) {
 
 disp_node *disp__accumulator_new(disp_tensor *leaf); /* accumulate.c */
 
-int disp__gradient_edge(disp_tensor *t, ag_edge *out) {
+disp_status disp__gradient_edge(disp_tensor *t, ag_edge *out) {
   out->fn = NULL;
   out->input_nr = 0;
+  disp_status st = disp__view_refresh(t);
+  if (st != DISP_OK) return st;
   ag_meta *m = disp__meta_get(t);
   if (m && m->grad_fn) {
     out->fn = disp__node_retain(m->grad_fn);
     out->input_nr = m->output_nr;
-    return 0;
+    return DISP_OK;
   }
-  if (!disp_tensor_requires_grad(t)) return 0;
-  if (!m && !(m = disp__meta_ensure(t))) return 1;
+  if (!disp_tensor_requires_grad(t)) return DISP_OK;
+  if (!m && !(m = disp__meta_ensure(t))) return DISP_ERR_NO_MEMORY;
   if (!m->accumulator) {
     m->accumulator = disp__accumulator_new(t); /* holds t; clears m->accumulator when it dies */
-    if (!m->accumulator) return 1;
+    if (!m->accumulator) return DISP_ERR_NO_MEMORY;
     out->fn = m->accumulator;
-    return 0;
+    return DISP_OK;
   }
   out->fn = disp__node_retain(m->accumulator);
-  return 0;
+  return DISP_OK;
 }
 
 int disp__held_add(ag_held *h, disp_tensor *t) {
@@ -150,18 +154,16 @@ disp_status disp_tensor_set_grad(disp_tensor *t, disp_tensor *grad) {
 
 disp_node *disp_tensor_grad_fn(const disp_tensor *t) {
   DISP_REFUSE_NULL_PTR(t);
+  if (disp__view_refresh(t) != DISP_OK) return NULL;
   ag_meta *m = disp__meta_get(t);
   return m ? m->grad_fn : NULL;
 }
 
-int disp_tensor_is_leaf(const disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  return !m || !m->grad_fn;
-}
+int disp_tensor_is_leaf(const disp_tensor *t) { return !t || !disp_tensor_grad_fn(t); }
 
 int disp_tensor_output_nr(const disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  return m && m->grad_fn ? (int)m->output_nr : 0;
+  ag_meta *m = t && disp_tensor_grad_fn(t) ? disp__meta_get(t) : NULL;
+  return m ? (int)m->output_nr : 0;
 }
 
 int disp_tensor_retains_grad(const disp_tensor *t) {

@@ -86,27 +86,56 @@ void disp__node_release(disp_node *n) {
 
 /* ---- geometry ----------------------------------------------------------- */
 
+/* Every recorded edge runs this: fields are read directly and copied in
+ * a loop, no calls for the usual few dims. */
 int disp__geom_set(ag_geom *g, const disp_tensor *t) {
-  int nd = disp_tensor_ndim(t);
-  g->ndim = nd;
-  g->dtype = disp_tensor_dtype(t);
-  g->device = disp_tensor_device(t);
-  g->heap_sizes = NULL;
-  int64_t *dst = g->sizes;
-  if (nd > (int)(sizeof g->sizes / sizeof *g->sizes)) {
-    dst = g->heap_sizes = malloc((size_t)nd * sizeof *dst);
-    if (!dst) return 1;
+  int nd = t->ndim;
+  g->ndim = (int16_t)nd;
+  g->has_strides = t->has_strides;
+  g->storage_offset = t->storage_offset;
+  g->dtype = t->dtype;
+  g->device = t->device;
+  g->heap = NULL;
+  int64_t *d = g->dims;
+  if (2 * nd > (int)(sizeof g->dims / sizeof *g->dims)) {
+    d = g->heap = malloc(2 * (size_t)nd * sizeof *d);
+    if (!d) return 1;
   }
-  if (nd) memcpy(dst, disp_tensor_sizes(t), (size_t)nd * sizeof *dst);
+  for (int i = 0; i < nd; i++) {
+    d[i] = t->sizes[i];
+    d[nd + i] = t->has_strides ? t->strides[i] : 0;
+  }
+  return 0;
+}
+
+int disp__geom_copy(ag_geom *dst, const ag_geom *src) {
+  *dst = *src;
+  dst->heap = NULL;
+  if (!src->heap) return 0;
+  dst->heap = malloc(2 * (size_t)src->ndim * sizeof *dst->heap);
+  if (!dst->heap) return 1;
+  memcpy(dst->heap, src->heap, 2 * (size_t)src->ndim * sizeof *dst->heap);
   return 0;
 }
 
 void disp__geom_clear(ag_geom *g) {
-  free(g->heap_sizes);
-  g->heap_sizes = NULL;
+  free(g->heap);
+  g->heap = NULL;
 }
 
-const int64_t *disp__geom_sizes(const ag_geom *g) { return g->heap_sizes ? g->heap_sizes : g->sizes; }
+const int64_t *disp__geom_sizes(const ag_geom *g) { return g->heap ? g->heap : g->dims; }
+
+const int64_t *disp__geom_strides(const ag_geom *g) {
+  if (!g->has_strides) return NULL;
+  return (g->heap ? g->heap : g->dims) + g->ndim;
+}
+
+disp_status disp__edge_set(disp_node *n, uint32_t e, disp_tensor *t) {
+  disp_status st = disp__gradient_edge(t, &n->next[e]);
+  if (st == DISP_OK && disp__geom_set(&n->geom[e], t))
+    st = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", n->name);
+  return st;
+}
 
 /* ---- the walk API ------------------------------------------------------- */
 
@@ -130,9 +159,13 @@ disp_node *disp_node_next(const disp_node *n, size_t i, uint32_t *input_nr) {
 
 /* ---- saved tensors ------------------------------------------------------ */
 
-int disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t output_nr) {
+disp_status disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t output_nr) {
   memset(s, 0, sizeof *s);
-  if (!t) return 0;
+  if (!t) return DISP_OK;
+  /* 1.13's SavedVariable: an inference tensor has no version counter to check */
+  if (disp_tensor_is_inference(t))
+    return disp__fail(DISP_ERR_INVALID_ARG, "Inference tensors cannot be saved for backward. To work around you can "
+                                            "make a clone to get a normal tensor and use it in autograd.");
   s->defined = 1;
   s->is_output = (unsigned char)is_output;
   s->output_nr = output_nr;
@@ -140,15 +173,15 @@ int disp__saved_set(ag_saved_var *s, disp_tensor *t, int is_output, uint32_t out
   s->is_leaf = disp_tensor_grad_fn(t) == NULL; /* callers set outputs' history first */
   if (!is_output) {
     s->data = disp_tensor_retain(t);
-    return 0;
+    return DISP_OK;
   }
   /* An output keeps no link to its node (Note [Who holds whom]): an alias
    * with the same storage, geometry and version counter, outside the graph. */
   disp_status st = disp_tensor_new_view(t, disp_tensor_sizes(t), disp_tensor_strides(t), disp_tensor_ndim(t),
                                         disp_tensor_storage_offset(t), &s->data);
   if (st != DISP_OK && disp_tensor_storage(t) == NULL) s->data = disp_tensor_retain(t); /* opaque: no alias */
-  else if (st != DISP_OK) return 1;
-  return 0;
+  else if (st != DISP_OK) return st;
+  return DISP_OK;
 }
 
 void disp__saved_clear(ag_saved_var *s) {

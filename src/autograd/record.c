@@ -16,6 +16,7 @@
 #include "error_internal.h"
 #include "formula.h"
 #include "record_internal.h"
+#include "tls_internal.h"
 
 disp_keyset disp__ag_below(disp_keyset ks) { return disp_keyset_and(ks, disp_keyset_after_autograd()); }
 
@@ -54,6 +55,37 @@ static int parse_list(const disp_schema *s, const char *list, int *pos, int max,
   return 0;
 }
 
+/* The differentiable input (edge) named name[0..len), or -1. */
+static int diff_index(const disp_schema *s, const ag_op_info *info, const char *name, size_t len) {
+  int pos = arg_index(s, name, len);
+  for (int j = 0; pos >= 0 && j < info->ndiff; j++)
+    if (info->diff[j] == pos) return j;
+  return -1;
+}
+
+/* The saved names, each with its optional "@input" guard (Note [Saving
+ * only what a gradient uses]); nonzero on a bad name or a guard on an
+ * output. Precondition: info->diff parsed. */
+static int parse_saved(const disp_schema *s, ag_op_info *info, const char *list) {
+  char item[64];
+  int n = 0;
+  for (const char *p = list; p && *p; n++) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (n == AG_MAX_POS || len >= sizeof item) return 1;
+    memcpy(item, p, len);
+    item[len] = 0;
+    char *at = strchr(item, '@');
+    size_t name_len = at ? (size_t)(at - item) : len;
+    if (parse_name(s, item, name_len, &info->saved[n])) return 1;
+    info->saved_for[n] = at ? diff_index(s, info, at + 1, strlen(at + 1)) : -1;
+    if (at && (info->saved_for[n] < 0 || info->saved[n] < 0)) return 1;
+    p = e ? e + 1 : NULL;
+  }
+  info->nsaved = n;
+  return 0;
+}
+
 static int is_tensor_list(const disp_schema *s, int pos) {
   const disp_type *t = disp_schema_argument_type(s, (size_t)pos);
   return disp_schema_type_kind(t) == DISP_TYPE_LIST;
@@ -67,9 +99,7 @@ int disp__ag_info_init(ag_op_info *info, const disp_op *op, const ag_formula *f)
   info->name = disp_op_name(op);
   info->nargs = (int)disp_schema_num_arguments(s);
   info->nrets = (int)disp_schema_num_returns(s);
-  if (parse_list(s, f->inputs, info->diff, AG_MAX_POS, &info->ndiff) ||
-      parse_list(s, f->saved, info->saved, AG_MAX_POS, &info->nsaved))
-    return 1;
+  if (parse_list(s, f->inputs, info->diff, AG_MAX_POS, &info->ndiff) || parse_saved(s, info, f->saved)) return 1;
   int nd = 0, pos[AG_MAX_POS];
   if (f->nondiff && parse_list(s, f->nondiff, pos, AG_MAX_POS, &nd)) return 1;
   for (int k = 0; k < nd; k++) {
@@ -80,9 +110,11 @@ int disp__ag_info_init(ag_op_info *info, const disp_op *op, const ag_formula *f)
     if (info->diff[j] < 0) return 1;
     if (is_tensor_list(s, info->diff[j])) info->list_input = 1;
   }
+  /* edges of a Tensor[] input do not line up with `inputs`: no guards there (1.13 has none either) */
+  for (int k = 0; k < info->nsaved; k++)
+    if (info->list_input && info->saved_for[k] >= 0) return 1;
   for (int i = 0; i < info->nargs && i < 32; i++)
     if (disp_schema_argument_is_write(s, (size_t)i)) info->written |= 1u << i;
-  info->is_view = info->nrets > 0 && disp_schema_return_alias_set(s, 0) && !disp_schema_return_is_write(s, 0);
   return 0;
 }
 
@@ -93,23 +125,19 @@ static const disp_value *arg_at(disp_stack *st, const ag_op_info *info, int pos)
 }
 
 static int value_requires_grad(const disp_value *v) {
-  if (v->tag == DISP_VALUE_TENSOR) return disp_tensor_requires_grad(v->u.tensor);
+  if (v->tag == DISP_VALUE_TENSOR) return disp__ag_requires(v->u.tensor);
   if (v->tag == DISP_VALUE_TENSOR_LIST)
     for (size_t i = 0; i < v->u.tensors.len; i++)
       if (disp__ag_requires(v->u.tensors.data[i])) return 1;
   return 0;
 }
 
+/* Grad mode on and a differentiable input requiring grad (a view whose
+ * base does counts: writing it rebases the base's graph, or is refused). */
 static int wants_graph(disp_stack *st, const ag_op_info *info) {
   if (!disp_grad_mode_enabled()) return 0;
   for (int j = 0; j < info->ndiff; j++)
     if (value_requires_grad(arg_at(st, info, info->diff[j]))) return 1;
-  /* writing a view whose base is in a graph rebases that graph */
-  for (int i = 0; i < info->nargs && i < 32; i++) {
-    const disp_value *v = arg_at(st, info, i);
-    if ((info->written & (1u << i)) && v->tag == DISP_VALUE_TENSOR && disp__view_base_requires_grad(v->u.tensor))
-      return 1;
-  }
   return 0;
 }
 
@@ -142,23 +170,20 @@ static uint32_t count_edges(disp_stack *st, const ag_op_info *info) {
   return n;
 }
 
-static int add_edge(disp_node *n, uint32_t e, disp_tensor *t) {
-  if (!t) return 0; /* None: no gradient; geometry stays empty */
-  return disp__gradient_edge(t, &n->next[e]) || disp__geom_set(&n->geom[e], t);
+static disp_status add_edge(disp_node *n, uint32_t e, disp_tensor *t) {
+  return t ? disp__edge_set(n, e, t) : DISP_OK; /* None: no gradient; geometry stays empty */
 }
 
-static int collect_edges(disp_node *n, disp_stack *st, const ag_op_info *info) {
+static disp_status collect_edges(disp_node *n, disp_stack *st, const ag_op_info *info) {
   uint32_t e = 0;
-  for (int j = 0; j < info->ndiff; j++) {
+  disp_status s = DISP_OK;
+  for (int j = 0; j < info->ndiff && s == DISP_OK; j++) {
     const disp_value *v = arg_at(st, info, info->diff[j]);
-    if (v->tag == DISP_VALUE_TENSOR_LIST) {
-      for (size_t i = 0; i < v->u.tensors.len; i++)
-        if (add_edge(n, e++, v->u.tensors.data[i])) return 1;
-    } else if (add_edge(n, e++, v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL)) {
-      return 1;
-    }
+    if (v->tag == DISP_VALUE_TENSOR_LIST)
+      for (size_t i = 0; i < v->u.tensors.len && s == DISP_OK; i++) s = add_edge(n, e++, v->u.tensors.data[i]);
+    else s = add_edge(n, e++, v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL);
   }
-  return 0;
+  return s;
 }
 
 /* Non-tensor arguments are copied; tensors are kept only where saved. */
@@ -173,12 +198,14 @@ static int copy_args(ag_formula_state *fs, disp_stack *st, const ag_op_info *inf
   return 0;
 }
 
-/* Saves the inputs the formula names; one the op writes is saved as a
- * clone of its value before the write (PyTorch's original_self). */
-static disp_status save_inputs(ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
+/* Saves the inputs the formula names, each only when a gradient that uses
+ * it is wanted (Note [Saving only what a gradient uses]); one the op
+ * writes is saved as a clone of its value before the write (PyTorch's
+ * original_self). */
+static disp_status save_inputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info) {
   for (int k = 0; k < info->nsaved; k++) {
-    int pos = info->saved[k];
-    if (pos < 0) continue;
+    int pos = info->saved[k], guard = info->saved_for[k];
+    if (pos < 0 || (guard >= 0 && !n->next[guard].fn)) continue;
     const disp_value *v = arg_at(st, info, pos);
     disp_tensor *t = v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL, *keep = NULL;
     if (t && (info->written & (1u << pos))) {
@@ -188,9 +215,9 @@ static disp_status save_inputs(ag_formula_state *fs, disp_stack *st, const ag_op
       if (s != DISP_OK) return s;
       t = keep;
     }
-    int oom = disp__saved_set(&fs->saved[k], t, 0, 0);
+    disp_status s = disp__saved_set(&fs->saved[k], t, 0, 0);
     disp_tensor_release(keep);
-    if (oom) return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory saving %s", info->name);
+    if (s != DISP_OK) return s;
   }
   return DISP_OK;
 }
@@ -199,9 +226,10 @@ static int differentiable_output(const disp_value *v) {
   return v->tag == DISP_VALUE_TENSOR && disp_dtype_is_floating(disp_tensor_dtype(v->u.tensor));
 }
 
-/* After the op: outputs get their history, saved outputs are kept. */
+/* After the op: outputs get their history (a view output was marked by
+ * its ADInplaceOrView kernel), saved outputs are kept. */
 static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info,
-                                  disp_tensor *view_in, const ag_held *inputs) {
+                                  const ag_held *inputs) {
   size_t base = disp_stack_size(st) - (size_t)info->nrets;
   for (int i = 0; i < info->nrets; i++) {
     const disp_value *v = disp_stack_at(st, base + (size_t)i);
@@ -213,18 +241,13 @@ static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack
       return DISP_ERR_NO_MEMORY;
     }
   }
-  if (view_in) {
-    const disp_value *v = disp_stack_at(st, base);
-    if (v->tag == DISP_VALUE_TENSOR && disp__view_mark(v->u.tensor, view_in, 0))
-      return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
-  }
   for (int k = 0; k < info->nsaved; k++) {
     int pos = info->saved[k];
     if (pos >= 0) continue;
     const disp_value *v = disp_stack_at(st, base + (size_t)(-1 - pos));
     disp_tensor *t = v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL;
-    if (disp__saved_set(&fs->saved[k], t, 1, (uint32_t)(-1 - pos)))
-      return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory saving %s", info->name);
+    disp_status s = disp__saved_set(&fs->saved[k], t, 1, (uint32_t)(-1 - pos));
+    if (s != DISP_OK) return s;
   }
   return DISP_OK;
 }
@@ -241,28 +264,13 @@ static int hold_inputs(ag_held *h, disp_stack *st, const ag_op_info *info) {
   return 0;
 }
 
+/* The op itself below autograd (its ADInplaceOrView kernel runs: ks has
+ * the key), what its kernels call below ADInplaceOrView too, as the
+ * generated pass-through (Note [Excluding keys around a redispatch]). */
 static disp_status run_below(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
-  disp_tls_state g = disp_tls_below_adinplaceorview_push();
+  uint64_t keep = disp__tls_exclude_fast(DISP__BELOW_AD_INPLACE_OR_VIEW);
   disp_status s = disp_redispatch_boxed(info->op, disp__ag_below(ks), st);
-  disp_tls_restore(g);
-  return s;
-}
-
-/* The tensor a view operator views: its first argument. */
-static disp_tensor *view_input(disp_stack *st, const ag_op_info *info) {
-  const disp_value *v = arg_at(st, info, 0);
-  return v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL;
-}
-
-/* A view made in no-grad mode of a tensor that requires grad remembers
- * it, so an in-place update of it in grad mode is refused (1.13). */
-static disp_status no_grad_view(const ag_op_info *info, disp_keyset ks, disp_stack *st) {
-  disp_tensor *in = disp_tensor_retain(view_input(st, info));
-  disp_status s = run_below(info, ks, st);
-  const disp_value *v = s == DISP_OK ? disp_stack_at(st, disp_stack_size(st) - (size_t)info->nrets) : NULL;
-  if (v && v->tag == DISP_VALUE_TENSOR && disp__view_mark(v->u.tensor, in, 1))
-    s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
-  disp_tensor_release(in);
+  disp__tls_exclude_restore(keep);
   return s;
 }
 
@@ -291,16 +299,15 @@ static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st
   disp_node *n = disp__formula_node_new(info, count_edges(st, info));
   if (!n) return DISP_ERR_NO_MEMORY;
   ag_formula_state *fs = n->state;
-  if (collect_edges(n, st, info) || copy_args(fs, st, info))
+  s = collect_edges(n, st, info);
+  if (s == DISP_OK && copy_args(fs, st, info))
     s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
-  if (s == DISP_OK) s = save_inputs(fs, st, info);
-  disp_tensor *view_in = info->is_view ? disp_tensor_retain(view_input(st, info)) : NULL;
+  if (s == DISP_OK) s = save_inputs(n, fs, st, info);
   ag_held inputs = AG_HELD_INIT(inputs);
   if (s == DISP_OK && hold_inputs(&inputs, st, info)) s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
   if (s == DISP_OK) s = run_below(info, ks, st);
-  if (s == DISP_OK) s = finish_outputs(n, fs, st, info, view_in, &inputs);
+  if (s == DISP_OK) s = finish_outputs(n, fs, st, info, &inputs);
   disp__held_release(&inputs);
-  disp_tensor_release(view_in);
   disp__node_release(n); /* the outputs hold it now */
   return s;
 }
@@ -310,10 +317,7 @@ disp_status disp__ag_record_kernel(const disp_op *op, disp_keyset ks, disp_stack
   if (!info->f) return disp__ag_fallback(op, ks, st, NULL);
   size_t base = disp_stack_size(st) - (size_t)info->nargs;
   disp_status s;
-  if (wants_graph(st, info)) s = record(info, ks, st);
-  else if (info->is_view && !disp_grad_mode_enabled() && disp_tensor_requires_grad(view_input(st, info)))
-    s = no_grad_view(info, ks, st);
-  else s = run_below(info, ks, st);
+  s = wants_graph(st, info) ? record(info, ks, st) : run_below(info, ks, st);
   if (s != DISP_OK && disp_stack_size(st) > base) disp_stack_drop(st, disp_stack_size(st) - base);
   return s;
 }

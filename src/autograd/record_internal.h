@@ -18,11 +18,11 @@ typedef struct ag_op_info {
   int ndiff, nsaved;
   int diff[AG_MAX_POS];  /* argument positions of the differentiable inputs */
   int saved[AG_MAX_POS]; /* >= 0: an argument; -1 - k: output k */
+  int saved_for[AG_MAX_POS]; /* >= 0: saved only when that edge's gradient is wanted; -1: always */
   uint32_t written;      /* arguments the op writes (Tensor(a!)) */
   uint32_t nondiff;      /* outputs that never get a history */
   unsigned char list_input; /* a differentiable Tensor[]: one edge per element */
   int id;                /* ATEN_ID of a built-in operator */
-  unsigned char is_view; /* returns a view of its first argument (Tensor(a)) */
 } ag_op_info;
 
 /* Nonzero when a name of f is not in the schema (or too many). */

@@ -1,8 +1,11 @@
 /*
- * register.c - the built-in Autograd kernels: every operator with a
- * derivative formula gets the shared recording kernel (record.c), every
- * other one (without a CompositeImplicitAutograd kernel) its generated
- * pass-through.
+ * register.c - the built-in Autograd kernels, one for every operator
+ * without a CompositeImplicitAutograd kernel, as 1.13's VariableType: an
+ * operator with a derivative formula gets the shared recording kernel
+ * (record.c), a differentiable one without a formula the autograd
+ * fallback's node, and a non-differentiable one its generated pass-through
+ * alone, which runs the operator below ADInplaceOrView (or below autograd,
+ * for views and in-place operators) as 1.13's does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +34,11 @@ static void info_free(void *p) {
   free(info);
 }
 
-/* Built-in operators 1.13 does not differentiate: an Autograd fallthrough,
- * so their calls skip the key (derivatives.yaml has no entry, or marks
- * every output non_differentiable; detach's view simply has no graph). */
+/* Built-in operators 1.13 does not differentiate: the pass-through alone
+ * (derivatives.yaml has no entry, or marks every output non_differentiable;
+ * detach's view simply has no graph). Not a fallthrough: the pass-through's
+ * guard is what leaves e.g. zeros_like's result at version 0, although its
+ * kernel zeroes it in place. */
 static const char *const not_differentiable[] = {
     "aten::empty.memory_format", "aten::empty_strided", "aten::zeros", "aten::ones", "aten::full",
     "aten::arange", "aten::arange.start", "aten::arange.start_step", "aten::rand", "aten::randn",
@@ -80,18 +85,15 @@ static disp_status impl_formula(disp_library *m, const ag_formula *f, const disp
 void disp__aten_impl_autograd(disp_library *m) {
   for (size_t i = 0; i < disp__aten_autograd_passthrough_count; i++) {
     const disp__ag_passthrough *p = &disp__aten_autograd_passthroughs[i];
-    if (is_not_differentiable(p->op)) disp_library_impl(m, p->op, disp_kernel_fallthrough(), NULL);
+    if (is_not_differentiable(p->op))
+      disp_library_impl(m, p->op, disp_kernel_unboxed(p->fn, DISP_KERNEL_WITH_KEYSET), NULL);
     else impl_formula(m, formula_for(p->op), p);
   }
   disp__ag_install_fallback();
 }
 
 int disp__ag_requires_grad(const disp_tensor *t) {
-  return t && disp_tensor_requires_grad(t) && disp_grad_mode_enabled();
-}
-
-int disp__ag_written_requires_grad(const disp_tensor *t) {
-  return disp__ag_requires_grad(t) || (t && disp_grad_mode_enabled() && disp__view_base_requires_grad(t));
+  return disp__ag_requires(t) && disp_grad_mode_enabled();
 }
 
 int disp__ag_list_requires_grad(disp_tensor_list l) {

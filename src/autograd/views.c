@@ -1,15 +1,16 @@
 /*
- * views.c - differentiable views and in-place updates through them
- * (1.13's DifferentiableViewMeta, check_inplace's view rules, CopySlices).
+ * views.c - the nodes of differentiable views: in-place updates through
+ * them (1.13's CopySlices) and a view's regenerated grad_fn
+ * (AsStridedBackward0). Which tensors are views, and when an update of one
+ * may be recorded, is view_meta.c's.
  *
- * A view made by a view operator of a floating-point tensor remembers the
- * root of its chain (the base) and whether it was made in no-grad mode.
  * When an in-place operator writes a view that is in a graph, the base's
  * history is rebased: its grad_fn becomes a CopySlices node, which runs the
  * operator's backward on the view's slice of the base's gradient and passes
  * the rest through unchanged; the view's grad_fn becomes an
  * AsStridedBackward0 node over the base, so both read the new values'
- * history.
+ * history. A view whose base was written some other way gets such a node
+ * when its grad_fn is next read (disp__view_refresh).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,48 +18,6 @@
 #include "engine_internal.h"
 #include "error_internal.h"
 #include "record_internal.h"
-
-/* ---- marking views --------------------------------------------------------------- */
-
-static disp_tensor *root_of(disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  return m && m->view_base ? m->view_base : t;
-}
-
-int disp__view_mark(disp_tensor *view, disp_tensor *input, int no_grad) {
-  if (!view || !input || view == input || !disp_dtype_is_floating(disp_tensor_dtype(view))) return 0;
-  ag_meta *m = disp__meta_ensure(view);
-  if (!m) return 1;
-  disp_tensor *base = root_of(input);
-  ag_meta *im = disp__meta_get(input);
-  disp_tensor_retain(base);
-  disp_tensor_release(m->view_base);
-  m->view_base = base;
-  /* A view of a no-grad view stays one (1.13 propagates the creation meta). */
-  m->view_no_grad = (unsigned char)(no_grad || (im && im->view_no_grad));
-  return 0;
-}
-
-disp_status disp__view_check_inplace(disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  if (!m || !m->view_base) return DISP_OK;
-  if (m->view_no_grad)
-    return disp__fail(DISP_ERR_INVALID_ARG,
-                      "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-                      "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
-                      "your code by moving both the view and the inplace either both inside the no_grad block (if "
-                      "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
-                      "tracked).");
-  if (disp_tensor_requires_grad(m->view_base) && disp_tensor_is_leaf(m->view_base))
-    return disp__fail(DISP_ERR_INVALID_ARG,
-                      "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-  return DISP_OK;
-}
-
-int disp__view_base_requires_grad(const disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  return m && m->view_base && disp_tensor_requires_grad(m->view_base);
-}
 
 /* ---- geometry kept by the nodes ---------------------------------------------------- */
 
@@ -176,19 +135,9 @@ static const ag_node_ops copy_slices_ops = {cs_apply, cs_release_saved, cs_free}
 
 /* ---- rebasing ---------------------------------------------------------------------------- */
 
-static int geom_copy(ag_geom *dst, const ag_geom *src) {
-  *dst = *src;
-  dst->heap_sizes = NULL;
-  if (!src->heap_sizes) return 0;
-  dst->heap_sizes = malloc((size_t)src->ndim * sizeof *dst->heap_sizes);
-  if (!dst->heap_sizes) return 1;
-  memcpy(dst->heap_sizes, src->heap_sizes, (size_t)src->ndim * sizeof *dst->heap_sizes);
-  return 0;
-}
-
 static disp_node *copy_slices_new(disp_tensor *base, disp_tensor *view, disp_node *fn, uint32_t out_nr) {
   copy_slices *s = calloc(1, sizeof *s);
-  disp_node *n = s ? disp__node_new(&copy_slices_ops, "CopySlices", 1, fn->num_next ? fn->num_next : 1) : NULL;
+  disp_node *n = s ? disp__node_new(&copy_slices_ops, "torch::autograd::CopySlices", 1, fn->num_next ? fn->num_next : 1) : NULL;
   if (!n) return free(s), NULL;
   n->state = s;
   s->fn = disp__node_retain(fn);
@@ -199,37 +148,47 @@ static disp_node *copy_slices_new(disp_tensor *base, disp_tensor *view, disp_nod
   for (uint32_t e = 1; !oom && e < fn->num_next; e++) {
     n->next[e].fn = disp__node_retain(fn->next[e].fn);
     n->next[e].input_nr = fn->next[e].input_nr;
-    oom = geom_copy(&n->geom[e], &fn->geom[e]);
+    oom = disp__geom_copy(&n->geom[e], &fn->geom[e]);
   }
   if (oom) return disp__node_release(n), NULL;
   return n;
 }
 
-static disp_node *view_node_new(disp_tensor *base, disp_tensor *view, disp_node *cs) {
+/* The view's AsStridedBackward0 over its base; its edge is `to` (taken). */
+static disp_node *view_node_new(disp_tensor *base, disp_tensor *view, ag_edge to) {
   view_state *s = calloc(1, sizeof *s);
   disp_node *n = s ? disp__node_new(&view_ops, "AsStridedBackward0", 1, 1) : NULL;
-  if (!n) return free(s), NULL;
+  if (!n) return free(s), disp__node_release(to.fn), NULL;
   n->state = s;
+  n->next[0] = to;
   int64_t boff = disp_tensor_storage_offset(base);
   if (strided_set(&s->base, base, boff) || strided_set(&s->view, view, boff) || disp__geom_set(&n->geom[0], base))
     return disp__node_release(n), NULL;
-  n->next[0].fn = disp__node_retain(cs);
   return n;
 }
 
 disp_status disp__view_rebase(disp_tensor *view, disp_node *fn, uint32_t out_nr) {
   ag_meta *m = disp__meta_get(view);
   disp_tensor *base = m->view_base;
-  disp_node *cs = copy_slices_new(base, view, fn, out_nr), *vn = cs ? view_node_new(base, view, cs) : NULL;
+  disp_node *cs = copy_slices_new(base, view, fn, out_nr);
+  disp_node *vn = cs ? view_node_new(base, view, (ag_edge){disp__node_retain(cs), 0}) : NULL;
   disp_status st = DISP_OK;
   if (!vn || disp__set_history(base, cs, 0) || disp__set_history(view, vn, 0))
     st = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory rebasing a view written by %s", fn->name);
+  m->view_version = disp_tensor_version(view);
   disp__node_release(vn);
   disp__node_release(cs);
   return st;
 }
 
-int disp__view_is_tracked(const disp_tensor *t) {
-  ag_meta *m = disp__meta_get(t);
-  return m && m->view_base;
+disp_status disp__view_regenerate(disp_tensor *view) {
+  ag_meta *m = disp__meta_get(view);
+  ag_edge to;
+  disp_status st = disp__gradient_edge(m->view_base, &to);
+  if (st != DISP_OK) return st;
+  disp_node *vn = view_node_new(m->view_base, view, to);
+  if (!vn || disp__set_history(view, vn, 0))
+    st = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory regenerating a view's grad_fn");
+  disp__node_release(vn);
+  return st;
 }

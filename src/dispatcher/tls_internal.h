@@ -33,6 +33,25 @@ extern _Thread_local disp__tls_raw disp__tls __attribute__((tls_model("initial-e
   (DISP__FUNC_BIT(DISP_KEY_AUTOCAST_CPU) | DISP__FUNC_BIT(DISP_KEY_AUTOCAST_CUDA) | \
    DISP__FUNC_BIT(DISP_KEY_AUTOCAST_PRIVATEUSE1))
 
+/* Note [Excluding keys around a redispatch]
+ * PyTorch's AutoDispatchBelowAutograd and AutoDispatchBelowADInplaceOrView
+ * for the generated autograd kernels, which wrap every call of an operator
+ * whose inputs carry the autograd keys: only the excluded set changes, so
+ * only `keep` is saved and restored (disp_tls_below_*_push save a whole
+ * disp_tls_state, more than the redispatch they would wrap costs). */
+#define DISP__AUTOGRAD_BITS (DISP__FUNC_BIT(DISP_KEY_AUTOGRAD_OTHER) | DISP__FUNC_BIT(DISP_KEY_AUTOGRAD_FUNCTIONALITY))
+#define DISP__BELOW_AUTOGRAD DISP__AUTOGRAD_BITS
+#define DISP__BELOW_AD_INPLACE_OR_VIEW (DISP__AUTOGRAD_BITS | DISP__FUNC_BIT(DISP_KEY_AD_INPLACE_OR_VIEW))
+
+/* Excludes `bits` (one of the two above); returns what to restore. */
+static inline uint64_t disp__tls_exclude_fast(uint64_t bits) {
+  uint64_t keep = disp_fast_tls_state.keep;
+  disp_fast_tls_state.keep = keep & ~bits;
+  return keep;
+}
+
+static inline void disp__tls_exclude_restore(uint64_t keep) { disp_fast_tls_state.keep = keep; }
+
 /* (ks | included) - excluded, PyTorch's computeDispatchKeySet before the
  * fallthrough mask; the backend bits are never excluded. */
 

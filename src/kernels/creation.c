@@ -85,13 +85,18 @@ disp_status disp__meta_empty_strided(disp_int_list size, disp_int_list stride, i
 
 /* ---- filled factories (composites) ------------------------------------- */
 
-/* t = empty(...) then fill_(t, v) (v NONE: zero_). Owns nothing on error. */
+/* t = empty(...) then fill_(t, v) (v NONE: zero_). Owns nothing on error.
+ * The fill runs below ADInplaceOrView, so the fresh tensor stays at version
+ * 0, as torch.zeros gives (the frontends run 1.13's factories under
+ * AutoDispatchBelowADInplaceOrView; a bare at::zeros gives version 1). */
 static disp_status filled(disp_int_list size, disp_scalar v, int32_t dtype, int32_t layout, disp_opt_device device,
                           disp_opt_bool pin_memory, disp_tensor **out) {
   disp_tensor *t, *r = NULL;
   disp_status st = disp_aten_empty_memory_format(size, dtype, layout, device, pin_memory, -1, &t);
   if (st != DISP_OK) return st;
+  disp_tls_state below = disp_tls_below_adinplaceorview_push();
   st = v.kind == DISP_SCALAR_NONE ? disp_aten_zero_(t, &r) : disp_aten_fill__Scalar(t, v, &r);
+  disp_tls_restore(below);
   disp_tensor_release(r);
   if (st != DISP_OK) {
     disp_tensor_release(t);

@@ -19,6 +19,7 @@ typedef enum disp__cache_kind {
   DISP__CACHE_VERSION,
   DISP__CACHE_SMALL_DATA,  /* CPU data blocks of at most DISP__SMALL_DATA bytes */
   DISP__CACHE_MEDIUM_DATA, /* and of at most DISP__MEDIUM_DATA bytes */
+  DISP__CACHE_AG_META,     /* src/autograd's per-tensor data (ag_meta) */
   DISP__CACHE_KINDS
 } disp__cache_kind;
 
