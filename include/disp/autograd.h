@@ -6,8 +6,7 @@
  * inputs require grad records a node - its backward function, named as
  * PyTorch names it ("MulBackward0") - and its outputs point at that node
  * (their grad_fn). A leaf (a tensor the program made, with requires_grad
- * set) gets a "torch::autograd::AccumulateGrad" node the first time it
- * is used. The
+ * set) gets an "AccumulateGrad" node the first time it is used. The
  * engine runs the nodes from the outputs back to the leaves in dependency
  * order and adds each leaf's gradient into its `grad`.
  *
@@ -127,11 +126,13 @@ DISP_API disp_status disp_tensor_remove_hook(disp_tensor *t, uint64_t id);
 
 /* ---- walking the graph ------------------------------------------------- */
 
-/* disp_node_name - 1.13's Node::name(): "AddBackward0" for a node of a
- * derivatives.yaml formula; for 1.13's hand-written nodes their C++ type,
- * namespace included, which 1.13's messages print too:
- * "torch::autograd::AccumulateGrad", "torch::autograd::CopySlices",
- * "torch::autograd::CopyBackwards" (Python shows the bare class names). */
+/* disp_node_name - the node's class name as PyTorch shows it
+ * (type(grad_fn).__name__): "AddBackward0" for a node of a derivatives.yaml
+ * formula, "AccumulateGrad", "CopySlices", "CopyBackwards" for 1.13's
+ * hand-written nodes. (1.13's C++ Node::name() gives those three with their
+ * namespace, "torch::autograd::CopySlices", and its error messages print
+ * that; libdispatch's messages do too.) Borrowed, valid while n lives; NULL
+ * with a message for a NULL n. Thread-safe. */
 DISP_API const char *disp_node_name(const disp_node *n);
 
 /* disp_node_num_next - how many edges leave n (one per differentiable

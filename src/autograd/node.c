@@ -139,9 +139,13 @@ disp_status disp__edge_set(disp_node *n, uint32_t e, disp_tensor *t) {
 
 /* ---- the walk API ------------------------------------------------------- */
 
+/* A node keeps 1.13's Node::name() (what its messages print); the walk API
+ * gives the class name Python shows, which drops the C++ namespace of
+ * 1.13's hand-written nodes. */
 const char *disp_node_name(const disp_node *n) {
   DISP_REFUSE_NULL_PTR(n);
-  return n->name;
+  static const char cpp_ns[] = "torch::autograd::";
+  return strncmp(n->name, cpp_ns, sizeof cpp_ns - 1) ? n->name : n->name + sizeof cpp_ns - 1;
 }
 
 size_t disp_node_num_next(const disp_node *n) { return n ? n->num_next : 0; }
