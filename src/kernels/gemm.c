@@ -162,6 +162,19 @@ static int blas_desc(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_T
 DEFINE_PACK(pack_f32, float)
 DEFINE_PACK(pack_f64, double)
 
+/* Note [Zeroing C ourselves]: for beta == 0, OpenBLAS 0.3.21 zeroes C in
+ * a separate pass (sgemm_beta) that is several times slower than memset
+ * (288x196x64: 98 us with beta 0, 83.4 us as memset then beta 1), then
+ * adds the product onto it exactly as with beta 1. So C is zeroed here and
+ * BLAS adds onto it: the same operations on the same zeros, the same bits. */
+static void zero_rows(void *c, int64_t m, int64_t n, int64_t ld, size_t elem) {
+  if (ld == n) {
+    memset(c, 0, elem * (size_t)(m * n));
+    return;
+  }
+  for (int64_t i = 0; i < m; i++) memset((char *)c + elem * (size_t)(i * ld), 0, elem * (size_t)n);
+}
+
 /* BLAS for T: transposes the problem when C is column-major, packs A/B
  * whose layout BLAS cannot take, and computes into a row-major scratch C
  * when C itself is neither row- nor column-major. */
@@ -191,6 +204,10 @@ DEFINE_PACK(pack_f64, double)
           return oom();                                                                           \
         }                                                                                         \
         b = pb, tb = CblasNoTrans, ldb = n > 1 ? (int)n : 1;                                      \
+      }                                                                                           \
+      if (beta == (T)0) { /* Note [Zeroing C ourselves] */                                      \
+        zero_rows(c, m, n, ldc, sizeof(T));                                                       \
+        beta = (T)1;                                                                              \
       }                                                                                           \
       GEMM(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, lda, b, ldb, beta, c, ldc);   \
       free(pa);                                                                                   \
