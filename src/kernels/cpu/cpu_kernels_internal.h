@@ -25,5 +25,7 @@ void DISP_CPU_FN(softmax_lastdim_f32)(float *o, const float *in, int64_t rows, i
 void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int64_t inner, int64_t c0, int64_t c1,
                                     int is_log);
 float DISP_CPU_FN(sum_f32)(const float *a, int64_t n);
+void DISP_CPU_FN(threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold,
+                                         int64_t n);
 
 #endif

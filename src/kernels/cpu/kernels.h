@@ -50,6 +50,9 @@ typedef struct disp__cpu_kernel_table {
   /* The sum of n contiguous floats: several vector accumulators, blocks
    * combined in a cascade (1.13's cascade_sum), in float. */
   float (*sum_f32)(const float *a, int64_t n);
+  /* threshold_backward: o[i] = self[i] <= threshold ? 0 : grad[i] (a
+   * select: the same bits in every copy; o may be self or grad). */
+  void (*threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold, int64_t n);
 } disp__cpu_kernel_table;
 
 /* The table of the capability in use (disp__cpu_capability()), decided

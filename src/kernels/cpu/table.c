@@ -26,4 +26,5 @@ const disp__cpu_kernel_table DISP_CPU_CAT(disp__cpu_kernels, DISP_CPU_SUFFIX) = 
     .softmax_lastdim_f32 = DISP_CPU_FN(softmax_lastdim_f32),
     .softmax_inner_f32 = DISP_CPU_FN(softmax_inner_f32),
     .sum_f32 = DISP_CPU_FN(sum_f32),
+    .threshold_backward_f32 = DISP_CPU_FN(threshold_backward_f32),
 };
