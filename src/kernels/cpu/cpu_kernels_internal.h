@@ -27,5 +27,9 @@ void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int6
 float DISP_CPU_FN(sum_f32)(const float *a, int64_t n);
 void DISP_CPU_FN(threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold,
                                          int64_t n);
+void DISP_CPU_FN(max_pool2x2_f32)(const float *x, int64_t row_step, int64_t tap_step, int64_t first, int64_t rows,
+                                  int64_t cols, float *y, int64_t *ix, int64_t ow);
+int DISP_CPU_FN(max_pool2x2_backward_f32)(float *dx, int64_t ih, int64_t iw, const float *dy, const int64_t *ix,
+                                          int64_t oh, int64_t ow);
 
 #endif
