@@ -162,7 +162,8 @@ int main(int argc, char **argv) {
   if (child >= 0) return child;
   bench_print_header("relu, threshold_backward and max_pool2d 2x2 at the CNN's shapes (float32, batch 64)",
                      twin, "bench/cnn_pointwise_torch, the same at:: operators under c10::InferenceMode");
-  for (int k = 0; k < NCASES; k++) copy_ns[k] = bench_copy_ns((size_t)(elements(&cases[k]) * min_bytes(cases[k].op) / 2));
+  for (int k = 0; k < NCASES; k++)
+    copy_ns[k] = bench_copy_ns((size_t)(elements(&cases[k]) * min_bytes(cases[k].op) / 2));
   printf("%-13s %-7s %10s %12s %7s %8s %8s %8s\n", "case", "threads", "ours us", "libtorch us", "ratio", "ns/el",
          "lt ns/el", "copy/el");
   int st = bench_race_all(run, twin, specs, NCASES, print_times);
