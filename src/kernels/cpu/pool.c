@@ -258,9 +258,10 @@ static int first_lanes(int64_t n) {
 #endif
 
 /* As the forward, rows of 4 to 7 outputs but the last take one group of 8:
- * the extra lanes' writes land in the row's last column (an odd width's,
- * zeroed after) or the next input rows, which this row's bottom half or
- * the next output row then writes, and their indices are not checked. */
+ * the extra lanes read the next row's grads and indices (not checked) and
+ * write past column 2 * ow of the row's two input rows (zeroed after) or
+ * into the input rows below, which the row's bottom stores or the next
+ * output row then rewrite. */
 int DISP_CPU_FN(max_pool2x2_backward_f32)(float *dx, int64_t ih, int64_t iw, const float *dy, const int64_t *ix,
                                           int64_t oh, int64_t ow) {
 #if defined(__AVX2__)
