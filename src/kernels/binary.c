@@ -54,6 +54,15 @@ static void div_f32_table(char **d, const int64_t *s, int64_t n, const void *ctx
   else
     div_f32(d, s, n, ctx);
 }
+/* threshold_backward's operands are (self, grad): all dense, or the generic loop */
+static void thr_f32(char **d, const int64_t *s, int64_t n, const void *ctx);
+static void thr_f32_table(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  if (s[0] == 4 && s[1] == 4 && s[2] == 4)
+    disp__cpu_kernels()->threshold_backward_f32(F(d[0]), F(d[1]), F(d[2]),
+                                                (float)((const disp_titer_consts *)ctx)->d[0], n);
+  else
+    thr_f32(d, s, n, ctx);
+}
 #undef F
 
 /* The float entries of a loop table, float32 through the kernel table. */
@@ -107,7 +116,7 @@ DISP_LOOP_TABLE(min_loops, DISP_ENTRIES(FLOAT, mini) DISP_ENTRIES(INT, mini) DIS
 /* threshold_backward: operands (self, grad); k0 the threshold */
 DISP_DEFS2(FLOAT, thr, a <= k0 ? 0 : b)
 DISP_DEFS2(INT, thr, a <= k0 ? 0 : b)
-DISP_LOOP_TABLE(thr_loops, DISP_ENTRIES(FLOAT, thr) DISP_ENTRIES(INT, thr));
+DISP_LOOP_TABLE(thr_loops, FLOAT_TABLE_ENTRIES(thr) DISP_ENTRIES(INT, thr));
 
 /* operands (grad_output, output) */
 DISP_DEFS2(FLOAT, sigb, a * (1 - b) * b)

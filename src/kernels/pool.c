@@ -5,6 +5,10 @@
  *
  * Indices are flat positions h * W + w within an input plane. A nan in a
  * window wins (PyTorch's `val > max || isnan(val)`), so nan propagates.
+ * float32 windows two taps wide at stride 2 (the CNNs' 2x2 pooling) run
+ * through the CPU kernel table (cpu/pool.c), whose results are the general
+ * loops' bit for bit; so does the backward where such windows tile the
+ * plane and every index lies in its own window.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -15,6 +19,7 @@
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
+#include "cpu/kernels.h"
 #include "gemm.h"
 #include "parallel.h"
 #include "tensor/checked_math_internal.h"
@@ -190,16 +195,6 @@ disp_status disp__meta_max_pool2d_with_indices(disp_tensor *self, disp_int_list 
   return alloc_outs(&g, self, out0, out1);
 }
 
-/* pool_prim.h's 2x2 fast path is written with vector extensions. */
-#if defined(__GNUC__) && defined(__has_builtin)
-#if __has_builtin(__builtin_shufflevector)
-#define POOL_HAVE_VECTORS 1
-#endif
-#endif
-#ifndef POOL_HAVE_VECTORS
-#define POOL_HAVE_VECTORS 0
-#endif
-
 /* The loops, once per compute type: float for float32 tensors (1.13's
  * float32 kernels compare and accumulate in float), double for the rest. */
 #define CT float
@@ -227,25 +222,34 @@ static pool_taps *make_taps(const pool_geom *g) {
   return t;
 }
 
-/* [*lo, *hi): the output columns whose windows are all inside the input
- * (kw taps starting at ow * sw - pw); they are consecutive. */
-static void inner_columns(const pool_geom *g, const pool_taps *cols, int64_t *lo, int64_t *hi) {
+/* [*lo, *hi): of the n windows t (k taps, the i-th starting at i * s -
+ * pad), those all inside the input; they are consecutive. */
+static void inside_range(const pool_taps *t, int64_t n, int64_t k, int64_t s, int64_t pad, int64_t *lo,
+                         int64_t *hi) {
   int64_t a = 0, b;
-  while (a < g->ow && !(cols[a].n == g->kw && cols[a].first == a * g->sw - g->pw)) a++;
-  for (b = a; b < g->ow && cols[b].n == g->kw && cols[b].first == b * g->sw - g->pw;) b++;
+  while (a < n && !(t[a].n == k && t[a].first == a * s - pad)) a++;
+  for (b = a; b < n && t[b].n == k && t[b].first == b * s - pad;) b++;
   *lo = a, *hi = b;
+}
+
+/* Whether float32's kernel-table 2x2 kernels apply: windows two taps wide,
+ * adjacent, at stride 2, and a plane's indices within int32. */
+static int pool_is_2x2(const pool_geom *g) {
+  return g->kw == 2 && g->sw == 2 && g->dw == 1 && g->iw <= INT32_MAX / g->ih;
 }
 
 /* max_pool2d's forward in compute type ct over x into y and ix. */
 static void max_pool_run(const pool_geom *g, disp_dtype ct, const pool_taps *t, const void *x, void *y, int64_t *ix) {
   int64_t np = g->nbatch * g->planes, grain = plane_grain(g);
   int64_t lo, hi;
-  inner_columns(g, t + g->oh, &lo, &hi);
+  inside_range(t + g->oh, g->ow, g->kw, g->sw, g->pw, &lo, &hi);
   if (ct == DISP_DTYPE_FLOAT32) {
-    max_job_f32 j = {g, t, t + g->oh, lo, hi, x, y, ix};
+    max_job_f32 j = {g, t, t + g->oh, lo, hi, pool_is_2x2(g), 0, 0, x, y, ix};
+    /* with two rows of taps, the inside rows run in one call a plane */
+    if (j.two_by_two && g->kh == 2) inside_range(t, g->oh, g->kh, g->sh, g->ph, &j.blk_lo, &j.blk_hi);
     disp__parallel_for(0, np, grain, max_planes_f32, &j);
   } else {
-    max_job_f64 j = {g, t, t + g->oh, lo, hi, x, y, ix};
+    max_job_f64 j = {g, t, t + g->oh, lo, hi, 0, 0, 0, x, y, ix};
     disp__parallel_for(0, np, grain, max_planes_f64, &j);
   }
 }
@@ -318,15 +322,23 @@ disp_status disp__meta_max_pool2d_with_indices_backward(disp_tensor *grad_output
   return disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, out0);
 }
 
-/* The scatter in compute type ct; the first bad position, or INT64_MAX. */
+/* Whether float32's kernel-table 2x2 backward applies: 2x2 windows at
+ * stride 2 that tile the plane from the top-left (not overlapping, none in
+ * the padding), indices within int32. */
+static int unpool_is_2x2(const pool_geom *g) {
+  return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->dh == 1 && g->dw == 1 && g->ph == 0 &&
+         g->pw == 0 && 2 * g->oh <= g->ih && 2 * g->ow <= g->iw && g->iw <= INT32_MAX / g->ih;
+}
+
+/* The zero-fill and scatter in compute type ct; the first bad position, or INT64_MAX. */
 static int64_t scatter_run(const pool_geom *g, disp_dtype ct, const void *dy, const int64_t *ix, void *dx) {
   int64_t np = g->nbatch * g->planes, grain = plane_grain(g);
   if (ct == DISP_DTYPE_FLOAT32) {
-    scatter_job_f32 j = {g, dy, ix, dx, INT64_MAX};
+    scatter_job_f32 j = {g, dy, ix, dx, unpool_is_2x2(g), INT64_MAX};
     disp__parallel_for(0, np, grain, scatter_planes_f32, &j);
     return atomic_load(&j.first_bad);
   }
-  scatter_job_f64 j = {g, dy, ix, dx, INT64_MAX};
+  scatter_job_f64 j = {g, dy, ix, dx, 0, INT64_MAX};
   disp__parallel_for(0, np, grain, scatter_planes_f64, &j);
   return atomic_load(&j.first_bad);
 }
@@ -352,7 +364,6 @@ disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output,
   void *dx = disp__conv_out_as(gi, ct, &dxo);
   if (!dy || !ix || !dx) st = disp_set_error(DISP_ERR_NO_MEMORY, "%s: out of memory", op);
   if (st == DISP_OK) {
-    memset(dx, 0, disp_dtype_itemsize(ct) * (size_t)gi->numel);
     int64_t bad = scatter_run(&g, ct, dy, ix, dx);
     if (bad != INT64_MAX)
       /* printed as a double, as before (INT64_MAX shows as 2^63) */

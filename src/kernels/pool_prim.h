@@ -14,6 +14,11 @@ typedef struct PP(max_job) {
   const pool_geom *g;
   const pool_taps *rows, *cols; /* the window of each output row, column */
   int64_t in_lo, in_hi;         /* the columns whose windows lie inside */
+  /* float: whether the kernel table's 2x2 kernel runs the inside columns
+   * of rows with two taps, and the rows [blk_lo, blk_hi) it runs in one
+   * call a plane (consecutive, their windows inside); else 0 */
+  int two_by_two;
+  int64_t blk_lo, blk_hi;
   const CT *x;
   CT *y;
   int64_t *ix;
@@ -59,56 +64,6 @@ static void PP(max_row_inner)(const pool_geom *g, pool_taps r, const CT *xp, CT 
   }
 }
 
-/* max_row_inner for the usual 2x2 window at stride 2 (kw 2, sw 2, dw 1,
- * r.n 2) of float, four outputs at a time in one SSE-sized vector (GCC/Clang
- * vector extensions: the build's -O2 vectorizes no loop here, and branches
- * on comparisons of random data mispredict half the time). Tap by tap,
- * branch-free; each output still sees its taps in the serial order (the
- * first is kept unless a later one is larger or NaN), so the results are
- * max_row_inner's. The taps of a row are the even and odd elements of 8
- * consecutive ones. */
-#if POOL_HAVE_VECTORS && defined(CT_IS_FLOAT)
-#define PP_LANES 4
-typedef float PP(vec) __attribute__((vector_size(16)));
-typedef int32_t PP(ivec) __attribute__((vector_size(16))); /* its comparisons' masks */
-
-static void PP(max4_2x2)(const CT *x0, int64_t step, CT *y, int64_t *ix, int64_t k0) {
-  PP(vec) lo, hi, tap[4];
-  for (int r = 0; r < 2; r++) {
-    memcpy(&lo, x0 + r * step, sizeof lo);
-    memcpy(&hi, x0 + r * step + 4, sizeof hi);
-    tap[2 * r] = __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
-    tap[2 * r + 1] = __builtin_shufflevector(lo, hi, 1, 3, 5, 7);
-  }
-  PP(vec) m = tap[0];
-  PP(ivec) bt = {0}; /* the best tap of each output, 0..3 */
-  for (int t = 1; t < 4; t++) {
-    PP(vec) v = tap[t];
-    PP(ivec) take = (v > m) | (v != v);
-    m = (PP(vec))(((PP(ivec))v & take) | ((PP(ivec))m & ~take));
-    bt = (bt & ~take) | (take & t);
-  }
-  memcpy(y, &m, sizeof m);
-  for (int i = 0; i < 4; i++) ix[i] = k0 + 2 * i + (bt[i] & 1) + (bt[i] >> 1) * step;
-}
-
-static void PP(max_row_2x2)(const pool_geom *g, pool_taps r, const CT *xp, CT *y, int64_t *ix, int64_t o0,
-                            int64_t o1) {
-  const int64_t row0 = r.first * g->iw - g->pw, step = g->dh * g->iw;
-  if (o1 - o0 < PP_LANES) {
-    PP(max_row_inner)(g, r, xp, y, ix, o0, o1);
-    return;
-  }
-  /* the last group may overlap the one before: its outputs are written
-   * twice with the same values */
-  for (int64_t ow = o0;; ow += PP_LANES) {
-    ow = ow + PP_LANES > o1 ? o1 - PP_LANES : ow;
-    PP(max4_2x2)(xp + row0 + 2 * ow, step, y + ow, ix + ow, row0 + 2 * ow);
-    if (ow + PP_LANES == o1) break;
-  }
-}
-#endif
-
 /* Outputs [o0, o1) of row r, any window (padding, empty, huge dilation). */
 static void PP(max_row_edge)(const pool_geom *g, pool_taps r, const pool_taps *cols, const CT *xp, CT *y,
                              int64_t *ix, int64_t o0, int64_t o1) {
@@ -128,48 +83,88 @@ static void PP(max_row_edge)(const pool_geom *g, pool_taps r, const pool_taps *c
   }
 }
 
+#ifdef CT_IS_FLOAT
+/* The inside columns of rows [r0, r1) of a plane through the kernel
+ * table's 2x2 kernel (each row's two taps dh rows apart; several rows in a
+ * call only when their windows lie inside, so sh rows apart). */
+static void PP(max_rows_2x2)(const PP(max_job) *j, const CT *xp, CT *yp, int64_t *ixp, int64_t r0, int64_t r1) {
+  const pool_geom *g = j->g;
+  if (j->in_lo == j->in_hi) return;
+  int64_t first = j->rows[r0].first * g->iw + j->cols[j->in_lo].first, o = r0 * g->ow + j->in_lo;
+  disp__cpu_kernels()->max_pool2x2_f32(xp + first, g->sh * g->iw, g->dh * g->iw, first, r1 - r0,
+                                       j->in_hi - j->in_lo, yp + o, ixp + o, g->ow);
+}
+#endif
+
+/* Output row oh of a plane: the edge windows, and unless the 2x2 block
+ * call ran them (in_block), the inside ones. */
+static void PP(max_row)(const PP(max_job) *j, const CT *xp, CT *yp, int64_t *ixp, int64_t oh, int in_block) {
+  const pool_geom *g = j->g;
+  pool_taps r = j->rows[oh];
+  /* rows without taps, or too many for int32 tap numbers, take the general path */
+  int inner = r.n > 0 && r.n <= INT32_MAX / g->kw;
+  int64_t lo_in = inner ? j->in_lo : g->ow, hi_in = inner ? j->in_hi : g->ow;
+  CT *y = yp + oh * g->ow;
+  int64_t *ix = ixp + oh * g->ow;
+  PP(max_row_edge)(g, r, j->cols, xp, y, ix, 0, lo_in);
+  if (in_block) {
+    /* the block call did the inside windows */
+#ifdef CT_IS_FLOAT
+  } else if (j->two_by_two && r.n == 2) {
+    PP(max_rows_2x2)(j, xp, yp, ixp, oh, oh + 1);
+#endif
+  } else {
+    PP(max_row_inner)(g, r, xp, y, ix, lo_in, hi_in);
+  }
+  PP(max_row_edge)(g, r, j->cols, xp, y, ix, hi_in, g->ow);
+}
+
 static void PP(max_planes)(int64_t lo, int64_t hi, void *arg) {
   const PP(max_job) *j = arg;
   const pool_geom *g = j->g;
+  /* the block's rows need a visit only for their edge columns */
+  int blk_edges = j->in_lo > 0 || j->in_hi < g->ow;
   for (int64_t p = lo; p < hi; p++) {
     const CT *xp = j->x + p * g->ih * g->iw;
-    for (int64_t oh = 0; oh < g->oh; oh++) {
-      pool_taps r = j->rows[oh];
-      /* rows without taps, or too many for int32 tap numbers, take the general path */
-      int inner = r.n > 0 && r.n <= INT32_MAX / g->kw;
-      int64_t o = (p * g->oh + oh) * g->ow, lo_in = inner ? j->in_lo : g->ow, hi_in = inner ? j->in_hi : g->ow;
-      CT *y = j->y + o;
-      int64_t *ix = j->ix + o;
-      PP(max_row_edge)(g, r, j->cols, xp, y, ix, 0, lo_in);
-#ifdef PP_LANES
-      if (r.n == 2 && g->kw == 2 && g->sw == 2 && g->dw == 1) PP(max_row_2x2)(g, r, xp, y, ix, lo_in, hi_in);
-      else
+    CT *yp = j->y + p * g->oh * g->ow;
+    int64_t *ixp = j->ix + p * g->oh * g->ow;
+#ifdef CT_IS_FLOAT
+    if (j->blk_lo < j->blk_hi) PP(max_rows_2x2)(j, xp, yp, ixp, j->blk_lo, j->blk_hi);
 #endif
-        PP(max_row_inner)(g, r, xp, y, ix, lo_in, hi_in);
-      PP(max_row_edge)(g, r, j->cols, xp, y, ix, hi_in, g->ow);
-    }
+    for (int64_t oh = 0; oh < j->blk_lo; oh++) PP(max_row)(j, xp, yp, ixp, oh, 0);
+    for (int64_t oh = j->blk_lo; blk_edges && oh < j->blk_hi; oh++) PP(max_row)(j, xp, yp, ixp, oh, 1);
+    for (int64_t oh = j->blk_hi; oh < g->oh; oh++) PP(max_row)(j, xp, yp, ixp, oh, 0);
   }
 }
 
-/* Planes [lo, hi) of the backward: dx of a plane gathers only its own
- * grads, in the serial order (1.13 accumulates in the element type). The
- * first bad index (lowest position) is kept for the message, as a serial
- * walk would stop at it. */
+/* Planes [lo, hi) of the backward: dx of a plane is zeroed, then gathers
+ * only its own grads, in the serial order (1.13 accumulates in the element
+ * type). The first bad index (lowest position) is kept for the message, as
+ * a serial walk would stop at it. */
 typedef struct PP(scatter_job) {
   const pool_geom *g;
   const CT *dy;
   const int64_t *ix;
   CT *dx;
+  int unpool_2x2; /* float: the windows are 2x2 at stride 2 and tile the planes from the top-left */
   _Atomic int64_t first_bad;
 } PP(scatter_job);
 
 static void PP(scatter_planes)(int64_t lo, int64_t hi, void *arg) {
   PP(scatter_job) *j = arg;
-  int64_t plane_in = j->g->ih * j->g->iw, plane_out = j->g->oh * j->g->ow;
+  const pool_geom *g = j->g;
+  int64_t plane_in = g->ih * g->iw, plane_out = g->oh * g->ow;
   for (int64_t p = lo; p < hi; p++) {
     const CT *dyp = j->dy + p * plane_out;
     const int64_t *ixp = j->ix + p * plane_out;
     CT *dxp = j->dx + p * plane_in;
+#ifdef CT_IS_FLOAT
+    /* when every index is in its own window (the kernel checks), the
+     * windows' writes are the zero-fill and scatter's result */
+    if (j->unpool_2x2 && disp__cpu_kernels()->max_pool2x2_backward_f32(dxp, g->ih, g->iw, dyp, ixp, g->oh, g->ow))
+      continue;
+#endif
+    memset(dxp, 0, sizeof(CT) * (size_t)plane_in);
     for (int64_t o = 0; o < plane_out; o++) {
       int64_t k = ixp[o];
       if (k < 0 || k >= plane_in) {
@@ -188,5 +183,4 @@ static void PP(scatter_planes)(int64_t lo, int64_t hi, void *arg) {
 #undef PP_CAT2
 #undef CT
 #undef CT_IS_FLOAT
-#undef PP_LANES
 #undef CSFX

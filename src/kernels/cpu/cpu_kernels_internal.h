@@ -34,5 +34,11 @@ void DISP_CPU_FN(gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, cons
 #else
 #define DISP_CPU_GEMM_NT NULL /* gemm_small.c: FMA copies only */
 #endif
+void DISP_CPU_FN(threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold,
+                                         int64_t n);
+void DISP_CPU_FN(max_pool2x2_f32)(const float *x, int64_t row_step, int64_t tap_step, int64_t first, int64_t rows,
+                                  int64_t cols, float *y, int64_t *ix, int64_t ow);
+int DISP_CPU_FN(max_pool2x2_backward_f32)(float *dx, int64_t ih, int64_t iw, const float *dy, const int64_t *ix,
+                                          int64_t oh, int64_t ow);
 
 #endif

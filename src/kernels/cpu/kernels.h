@@ -56,6 +56,26 @@ typedef struct disp__cpu_kernel_table {
    * beta is 0. NULL in copies without it (the baseline). */
   void (*gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+  /* threshold_backward: o[i] = self[i] <= threshold ? 0 : grad[i] (a
+   * select: the same bits in every copy; o may be self or grad). */
+  void (*threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold, int64_t n);
+  /* max_pool2d's windows of two by two taps, the columns adjacent and two
+   * apart from one output to the next (kernel width 2, stride 2, no
+   * dilation along the width; cpu/pool.c): rows x cols outputs whose taps
+   * lie inside the input, output (r, c) reading x[r * row_step + 2c + {0,
+   * 1, tap_step, tap_step + 1}] (1.13's tap order: ties keep the first, NaN
+   * wins) into y[r * ow + c] and its index, first plus that offset; every
+   * index must fit in int32. */
+  void (*max_pool2x2_f32)(const float *x, int64_t row_step, int64_t tap_step, int64_t first, int64_t rows,
+                          int64_t cols, float *y, int64_t *ix, int64_t ow);
+  /* Its backward over one ih x iw plane whose oh x ow outputs' windows
+   * tile it from the top-left (2oh <= ih, 2ow <= iw, ih * iw <= INT32_MAX):
+   * writes every dx element, 0 + dy where an index points, +0 elsewhere
+   * (1.13's zero-fill and scatter, exactly, when the windows are the
+   * indices' own). Returns 0, with dx partly written, when some index is
+   * not a tap of its own output's window. */
+  int (*max_pool2x2_backward_f32)(float *dx, int64_t ih, int64_t iw, const float *dy, const int64_t *ix,
+                                  int64_t oh, int64_t ow);
 } disp__cpu_kernel_table;
 
 /* The table of the capability in use (disp__cpu_capability()), decided

@@ -27,4 +27,7 @@ const disp__cpu_kernel_table DISP_CPU_CAT(disp__cpu_kernels, DISP_CPU_SUFFIX) = 
     .softmax_inner_f32 = DISP_CPU_FN(softmax_inner_f32),
     .sum_f32 = DISP_CPU_FN(sum_f32),
     .gemm_nt_f32 = DISP_CPU_GEMM_NT,
+    .threshold_backward_f32 = DISP_CPU_FN(threshold_backward_f32),
+    .max_pool2x2_f32 = DISP_CPU_FN(max_pool2x2_f32),
+    .max_pool2x2_backward_f32 = DISP_CPU_FN(max_pool2x2_backward_f32),
 };
