@@ -12,14 +12,15 @@
  *
  * Prints the loss of both sides every 20 steps (every 100 past 200) and the
  * largest relative difference |ours - libtorch| / |libtorch| over the first
- * 200 steps, against issue 10's bound 1e-4 (PASS/MISS); then each side's
- * time for its steps (batch assembly included, as an epoch of
- * examples/train.c) and images/s. With --epoch (all 938 batches of an
- * epoch) the time ratio is checked against issue 10's epoch target 1.5x.
- * Without the dataset it says so and exits 0; without the twin (libtorch
- * not installed) it prints our side only.
+ * 200 steps, for the MLP against issue 10's bound 1e-4 (PASS/MISS; the CNN:
+ * Note [The twin's bound]); with --control, also libtorch against itself at
+ * another thread count. Then each side's time for its steps (batch assembly
+ * included, as an epoch of examples/train.c) and images/s. With --epoch (all
+ * 938 batches of an epoch) the time ratio is checked against issue 10's
+ * epoch target 1.5x. Without the dataset it says so and exits 0; without
+ * the twin (libtorch not installed) it prints our side only.
  *
- *   train_twin [--model mlp|cnn] [--steps N | --epoch] [--threads N] [--data DIR] [--seed N]
+ *   train_twin [--model mlp|cnn] [--steps N | --epoch] [--threads N] [--control] [--data DIR] [--seed N]
  *   (defaults: mlp, 200 steps, our default threads, the Debian path, seed 0)
  *
  * Threads: both sides get the same count (disp_set_num_threads and
@@ -53,8 +54,9 @@ static const char *const twin = NULL;
 
 typedef struct twin_opts {
   models_kind model;
-  int64_t steps; /* 0 until parsed: --epoch sets the epoch's batch count */
+  int64_t steps; /* --epoch sets the epoch's batch count */
   int epoch, threads;
+  int control; /* --control: the twin again at another thread count */
   const char *data;
   uint64_t seed;
 } twin_opts;
@@ -93,13 +95,13 @@ static int write_plan(FILE *f, const twin_opts *o, const models_net *n, const in
 
 /* Runs the twin on the plan in `path`: its "STEP LOSS" lines fill
  * t->loss, "TIME SECONDS IMAGES" its time. Returns the steps it reported. */
-static int64_t run_twin(const char *path, const twin_opts *o, side *t) {
+static int64_t run_twin(const char *path, const twin_opts *o, int threads, side *t) {
   char cmd[8192], line[256];
   int64_t n = 0;
   long long s, images;
   double v;
-  snprintf(cmd, sizeof cmd, "%s'%s' '%s' '%s' %d", o->threads == 1 ? "OPENBLAS_NUM_THREADS=1 " : "", twin, path,
-           o->data, o->threads);
+  snprintf(cmd, sizeof cmd, "%s'%s' '%s' '%s' %d", threads == 1 ? "OPENBLAS_NUM_THREADS=1 " : "", twin, path,
+           o->data, threads);
   FILE *p = popen(cmd, "r");
   while (p && fgets(line, sizeof line, p)) {
     if (sscanf(line, "TIME %lf %lld", &v, &images) == 2) t->seconds = v, t->images = images;
@@ -145,27 +147,70 @@ static int train_ours(const fmnist_set *train, const twin_opts *o, FILE *plan, s
 
 static double rel_diff(double a, double b) { return fabs(a - b) / (b != 0 ? fabs(b) : 1.0); }
 
-static void report_losses(const twin_opts *o, const side *ours, const side *theirs, int have_twin) {
+/* How two runs' losses compare: the largest relative difference over the
+ * first CHECKED steps (and its step), over all, and the first step past
+ * issue 10's bound (0: none). A NaN counts as the largest. */
+typedef struct agreement {
+  double worst, worst_all;
+  int64_t worst_step, first_past;
+} agreement;
+
+static agreement compare(const double *a, const double *b, int64_t steps) {
+  agreement g = {0, 0, 0, 0};
+  for (int64_t s = 0; s < steps; s++) {
+    double d = rel_diff(a[s], b[s]);
+    if (s < CHECKED && !(d <= g.worst)) g.worst = d, g.worst_step = s + 1;
+    if (!(d <= g.worst_all)) g.worst_all = d;
+    if (!g.first_past && !(d <= bound_goal)) g.first_past = s + 1;
+  }
+  return g;
+}
+
+static void print_agreement(const char *what, agreement g, int64_t steps) {
+  int64_t checked = steps < CHECKED ? steps : CHECKED;
+  printf("%s: largest relative difference over the first %lld steps %.3e (step %lld)", what, (long long)checked,
+         g.worst, (long long)g.worst_step);
+  if (steps > CHECKED) printf(", over all %lld %.3e", (long long)steps, g.worst_all);
+  if (g.first_past) printf("; past %g from step %lld", bound_goal, (long long)g.first_past);
+  printf("\n");
+}
+
+static void print_losses(const twin_opts *o, const side *ours, const side *theirs, int have_twin) {
   printf("%6s %14s %14s %12s\n", "step", "ours", "libtorch", "rel. diff");
-  double worst = 0, worst_all = 0;
-  int64_t worst_step = 0;
-  for (int64_t s = 0; s < o->steps; s++) {
-    double d = have_twin ? rel_diff(ours->loss[s], theirs->loss[s]) : 0;
-    if (s < CHECKED && have_twin && !(d <= worst)) worst = d, worst_step = s + 1; /* a NaN counts as worst */
-    if (have_twin && !(d <= worst_all)) worst_all = d;
+  for (int64_t s = 0; s < o->steps; s++)
     if ((s + 1) % (s < CHECKED ? 20 : 100) == 0 || s == 0 || s + 1 == o->steps) {
-      if (have_twin) printf("%6lld %14.8f %14.8f %12.3e\n", (long long)s + 1, ours->loss[s], theirs->loss[s], d);
+      if (have_twin)
+        printf("%6lld %14.8f %14.8f %12.3e\n", (long long)s + 1, ours->loss[s], theirs->loss[s],
+               rel_diff(ours->loss[s], theirs->loss[s]));
       else printf("%6lld %14.8f %14s %12s\n", (long long)s + 1, ours->loss[s], "-", "-");
     }
-  }
+}
+
+/* Note [The twin's bound]: issue 10 bounds the MLP's first 200 losses at
+ * 1e-4 relative. The CNN's rounding differences grow with the steps (max
+ * pooling's and ReLU's choices flip on last-bit differences, and Adam
+ * scales the updates of parameters with tiny gradients up): libtorch itself
+ * at 2 threads leaves its own 1-thread losses by ~1e-2 within 200 steps.
+ * So the CNN's check is --control's comparison: ours should stay as close
+ * to libtorch as libtorch stays to itself. */
+static void report_losses(const twin_opts *o, const side *ours, const side *theirs, const side *control,
+                          int have_twin) {
+  print_losses(o, ours, theirs, have_twin);
   if (!have_twin) {
     printf("(no libtorch side: %s)\n", twin ? "the twin failed" : "bench/train_twin_torch not built");
     return;
   }
-  int64_t checked = o->steps < CHECKED ? o->steps : CHECKED;
-  printf("largest relative difference over the first %lld steps: %.3e (step %lld); target <= %g: %s\n",
-         (long long)checked, worst, (long long)worst_step, bound_goal, worst <= bound_goal ? "PASS" : "MISS");
-  if (o->steps > CHECKED) printf("over all %lld steps: %.3e\n", (long long)o->steps, worst_all);
+  agreement g = compare(ours->loss, theirs->loss, o->steps);
+  print_agreement("ours against libtorch", g, o->steps);
+  if (control) {
+    char what[96];
+    snprintf(what, sizeof what, "libtorch at %d threads against itself at %d", o->threads == 1 ? 2 : 1, o->threads);
+    print_agreement(what, compare(control->loss, theirs->loss, o->steps), o->steps);
+  }
+  if (o->model == MODELS_MLP)
+    printf("issue 10's bound for the MLP: <= %g over the first %d steps: %s\n", bound_goal, CHECKED,
+           g.worst <= bound_goal ? "PASS" : "MISS");
+  else printf("(the CNN has no fixed bound: Note [The twin's bound] in bench/train_twin.c; --control)\n");
 }
 
 static void report_times(const twin_opts *o, const side *ours, const side *theirs, int have_twin) {
@@ -180,16 +225,17 @@ static void report_times(const twin_opts *o, const side *ours, const side *their
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: train_twin [--model mlp|cnn] [--steps N | --epoch] [--threads N] [--data DIR] [--seed N]\n");
+  fprintf(stderr, "usage: train_twin [--model mlp|cnn] [--steps N | --epoch] [--threads N] [--control] [--data DIR] "
+                  "[--seed N]\n");
   return 1;
 }
 
 static int parse(int argc, char **argv, twin_opts *o) {
-  *o = (twin_opts){MODELS_MLP, CHECKED, 0, disp_get_num_threads(), FMNIST_DEFAULT_DIR, 0};
+  *o = (twin_opts){MODELS_MLP, CHECKED, 0, disp_get_num_threads(), 0, FMNIST_DEFAULT_DIR, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--epoch")) {
-      o->epoch = 1;
+    if (!strcmp(a, "--epoch") || !strcmp(a, "--control")) {
+      *(!strcmp(a, "--epoch") ? &o->epoch : &o->control) = 1;
       continue;
     }
     if (!v) return usage();
@@ -226,15 +272,20 @@ int main(int argc, char **argv) {
   int fd = twin ? mkstemp(path) : -1;
   FILE *plan = fd >= 0 ? fdopen(fd, "wb") : NULL;
   side ours = {calloc((size_t)o.steps, sizeof(double)), 0, 0}, theirs = {calloc((size_t)o.steps, sizeof(double)), 0, 0};
-  int rc = ours.loss && theirs.loss ? 0 : -1;
-  for (int64_t s = 0; !rc && s < o.steps; s++) theirs.loss[s] = NAN;
+  side control = {calloc((size_t)o.steps, sizeof(double)), 0, 0};
+  int rc = ours.loss && theirs.loss && control.loss ? 0 : -1;
+  for (int64_t s = 0; !rc && s < o.steps; s++) theirs.loss[s] = control.loss[s] = NAN;
   if (!rc) rc = train_ours(&train, &o, plan, &ours);
   if (plan) fclose(plan);
-  int have_twin = !rc && plan && run_twin(path, &o, &theirs) == o.steps;
+  int have_twin = !rc && plan && run_twin(path, &o, o.threads, &theirs) == o.steps;
   if (!rc && twin && !have_twin) fprintf(stderr, "train_twin: the twin gave no full run\n");
+  int have_control = have_twin && o.control && run_twin(path, &o, o.threads == 1 ? 2 : 1, &control) == o.steps;
   if (fd >= 0) remove(path);
-  if (!rc) report_losses(&o, &ours, &theirs, have_twin), report_times(&o, &ours, &theirs, have_twin);
-  free(ours.loss), free(theirs.loss);
+  if (!rc) {
+    report_losses(&o, &ours, &theirs, have_control ? &control : NULL, have_twin);
+    report_times(&o, &ours, &theirs, have_twin);
+  }
+  free(ours.loss), free(theirs.loss), free(control.loss);
   fmnist_free(&train);
   disp_shutdown();
   return rc ? 1 : 0;
