@@ -13,8 +13,10 @@
  * adds: lane l of an accumulator sums the products p = l mod 8 in order,
  * then the lanes pair as ((0+1)+(2+3))+((4+5)+(6+7)). The result depends on
  * k only: not on m, n, where a row sits in a group, or the thread count.
- * C gets beta * C + alpha * dot as BLAS computes it (C not read when beta is
- * 0).
+ * C gets beta * S + alpha * dot as BLAS computes it (S not read when beta is
+ * 0), where S is C itself (s == c, lds == ldc: BLAS's in-place form) or
+ * another matrix with contiguous rows: addmm's bias, one row for every row
+ * of C (lds 0), so C need not be filled with it first.
  *
  * Only the AVX2 and AVX-512 copies have it (the baseline has no FMA nor
  * horizontal add); their table entry is NULL elsewhere and gemm.c keeps BLAS.
@@ -50,7 +52,8 @@ static inline __m256 reduce8(__m256 s0, __m256 s1, __m256 s2, __m256 s3, __m256 
   } while (0)
 
 void DISP_CPU_FN(gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                              const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+                              const float *b, int64_t ldb, float beta, const float *s, int64_t lds, float *c,
+                              int64_t ldc) {
   const __m256i kmask = lanes(k % 8);
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
   for (int64_t j = 0; j < n; j += 8) { /* eight columns of B stay in L1 across the rows of A */
@@ -71,7 +74,8 @@ void DISP_CPU_FN(gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, cons
       __m256 r = _mm256_mul_ps(va, reduce8(s0, s1, s2, s3, s4, s5, s6, s7));
       float *cr = c + i * ldc + j;
       if (beta != 0.0f) {
-        __m256 cv = g == 8 ? _mm256_loadu_ps(cr) : _mm256_maskload_ps(cr, omask);
+        const float *sr = s + i * lds + j;
+        __m256 cv = g == 8 ? _mm256_loadu_ps(sr) : _mm256_maskload_ps(sr, omask);
         r = _mm256_add_ps(beta == 1.0f ? cv : _mm256_mul_ps(vb, cv), r);
       }
       if (g == 8)
