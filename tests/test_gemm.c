@@ -249,6 +249,33 @@ TEST(small_products_take_the_small_kernel_only) {
   return 0;
 }
 
+/* A column of a small product has the same bits whichever group of
+ * columns it is computed in (eight at a time, or four where at most four
+ * are left): the sums depend on k only. */
+TEST(small_products_do_not_depend_on_the_column_group) {
+  const disp__cpu_kernel_table *t = disp__cpu_kernels();
+  if (!t->gemm_nt_f32) return 0;
+  enum { M = 5, N = 13, KMAX = 40 };
+  float a[M * KMAX], bt[N * KMAX], bias[N], all[M * N], part[M * N];
+  static const int64_t ks[] = {3, 8, 16, 21, 40};
+  for (int i = 0; i < M * KMAX; i++) a[i] = (float)(rnd8() * 0.37);
+  for (int i = 0; i < N * KMAX; i++) bt[i] = (float)(rnd8() * 0.91);
+  for (int j = 0; j < N; j++) bias[j] = (float)rnd8();
+  for (size_t z = 0; z < sizeof ks / sizeof *ks; z++) {
+    int64_t k = ks[z];
+    t->gemm_nt_f32(M, N, k, 0.5f, a, k, bt, k, 1.0f, bias, 0, all, N);
+    for (int64_t j0 = 0; j0 < N; j0++)
+      for (int64_t n = 1; j0 + n <= N && n <= 9; n++) {
+        t->gemm_nt_f32(M, n, k, 0.5f, a, k, bt + j0 * k, k, 1.0f, bias + j0, 0, part, n);
+        for (int64_t i = 0; i < M; i++)
+          if (memcmp(part + i * n, all + i * N + j0, (size_t)n * sizeof(float)))
+            TEST_FAIL_("k %lld: columns %lld..%lld alone differ in row %lld", (long long)k, (long long)j0,
+                       (long long)(j0 + n - 1), (long long)i);
+      }
+  }
+  return 0;
+}
+
 /* disp__gemm_small_from: a small product started from a bias row (row
  * stride 0) gives the bits of filling C with the row and multiplying in
  * place, beta 1 and not; a product or a layout the small kernel does not
@@ -471,6 +498,7 @@ TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts), TEST_ENTRY(alpha_beta_the_type_c
              TEST_ENTRY(small_products_match_the_reference_on_every_capability),
              TEST_ENTRY(small_products_take_the_small_kernel_only),
              TEST_ENTRY(small_products_start_from_a_bias_row),
+             TEST_ENTRY(small_products_do_not_depend_on_the_column_group),
              TEST_ENTRY(split_blocks_are_balanced),
              TEST_ENTRY(mm_errors_in_pytorch_words),
              TEST_END};
