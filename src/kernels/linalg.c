@@ -23,12 +23,8 @@ static const char *tname(disp_dtype dt) { return disp_dtype_torch_name(dt); }
 
 /* A matrix view of dims (d0, d1) of t, batch element b along dim 0 for 3-D. */
 static disp__mat mat_of(disp_tensor *t, int d0, int d1, int64_t b) {
-  disp__mat m;
-  char *base = disp_tensor_data_ptr(t);
-  int64_t off = t->ndim == 3 ? b * t->strides[0] : 0;
-  m.data = base ? base + off * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
-  m.rs = t->strides[d0];
-  m.cs = t->strides[d1];
+  disp__mat m = {disp_tensor_data_ptr(t), t->strides[d0], t->strides[d1]};
+  if (t->ndim == 3 && m.data) m.data = (char *)m.data + b * t->strides[0] * (int64_t)disp_dtype_itemsize(t->dtype);
   return m;
 }
 
