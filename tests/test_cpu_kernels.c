@@ -227,6 +227,31 @@ TEST(softmax_lastdim_and_inner_match_double_reference) {
   return 0;
 }
 
+/* Short rows go through the kernel a block of rows at a time: a row's bits
+ * must not depend on the rows beside it (how many, or where the threads
+ * split them), for every length up to two vectors and a partial block. */
+TEST(softmax_short_rows_do_not_depend_on_their_neighbours) {
+  const disp__cpu_kernel_table *t[DISP_CPU_CAP_COUNT];
+  int nt = tables(t);
+  enum { ROWS = 37, LEN = 33 };
+  static float x[ROWS * LEN], whole[ROWS * LEN], alone[LEN];
+  for (int64_t len = 1; len <= LEN; len++) {
+    fill(x, ROWS * len, 5, 15.0f);
+    x[3 * len] = NAN;
+    for (int k = 0; k < nt; k++)
+      for (int is_log = 0; is_log <= 1; is_log++) {
+        t[k]->softmax_lastdim_f32(whole, x, ROWS, len, is_log);
+        for (int r = 0; r < ROWS; r++) {
+          t[k]->softmax_lastdim_f32(alone, x + r * len, 1, len, is_log);
+          if (memcmp(alone, whole + r * len, (size_t)len * sizeof *alone))
+            TEST_FAIL_("%s %ssoftmax len %lld: row %d alone differs", disp__cpu_capability_name(t[k]->cap),
+                       is_log ? "log_" : "", (long long)len, r);
+        }
+      }
+  }
+  return 0;
+}
+
 TEST(sum_is_accurate_on_every_capability) {
   const disp__cpu_kernel_table *t[DISP_CPU_CAP_COUNT];
   int nt = tables(t);
@@ -361,6 +386,7 @@ TEST_LIST = {
     TEST_ENTRY(clamp_min_is_std_max_bit_for_bit_and_relu_keeps_nan),
     TEST_ENTRY(exp_log_tanh_within_one_ulp_sigmoid_within_three),
     TEST_ENTRY(softmax_lastdim_and_inner_match_double_reference),
+    TEST_ENTRY(softmax_short_rows_do_not_depend_on_their_neighbours),
     TEST_ENTRY(sum_is_accurate_on_every_capability),
     TEST_ENTRY(add_and_sub_alpha_fast_paths_for_float_int_bool),
     TEST_ENTRY(relu_of_nan_is_nan_and_of_minus_zero_is_minus_zero),

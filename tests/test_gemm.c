@@ -169,7 +169,7 @@ static int check_small(const disp__cpu_kernel_table *t, int64_t m, int64_t n, in
   for (int64_t i = 0; i < m * ldc; i++) c0[i] = i % ldc >= n ? 7.0f : beta == 0.0f ? NAN : (float)rnd8();
   memcpy(c, c0, sizeof(float) * (size_t)(m * ldc));
   memcpy(cp, c0, sizeof(float) * (size_t)(m * ldc));
-  t->gemm_nt_f32(m, n, k, alpha, a, lda, bt, ldb, beta, c, ldc);
+  t->gemm_nt_f32(m, n, k, alpha, a, lda, bt, ldb, beta, c, ldc, c, ldc);
   disp__mat A = {a, lda, 1}, B = {bt, 1, ldb}, Cp = {cp, ldc, 1};
   int old = disp__gemm_force_portable(1);
   ASSERT_OK(disp__gemm_f32(m, n, k, alpha, A, B, beta, Cp));
@@ -224,7 +224,7 @@ TEST(small_products_take_the_small_kernel_only) {
   float a[M * K], bt[N * K], want[M * N], got[M * N];
   for (int i = 0; i < M * K; i++) a[i] = (float)(rnd8() * 0.37);
   for (int i = 0; i < N * K; i++) bt[i] = (float)(rnd8() * 0.91);
-  t->gemm_nt_f32(M, N, K, 1.0f, a, K, bt, K, 0.0f, want, N);
+  t->gemm_nt_f32(M, N, K, 1.0f, a, K, bt, K, 0.0f, want, N, want, N);
   disp__mat A = {a, K, 1}, B = {bt, 1, K}, C = {got, N, 1};
   int threads = disp_get_num_threads();
   for (int th = 1; th <= 3; th++) {
@@ -242,10 +242,66 @@ TEST(small_products_take_the_small_kernel_only) {
   ASSERT_OK(disp__gemm_f32(M, N, K, 1.0f, A, Br, 0.0f, C));
   ASSERT_TRUE(memcmp(got, want, sizeof got) != 0);
   for (int i = 0; i < (N + 1) * K; i++) bt1[i] = i < N * K ? bt[i] : (float)rnd8();
-  t->gemm_nt_f32(M, N + 1, K, 1.0f, a, K, bt1, K, 0.0f, big_want, N + 1);
+  t->gemm_nt_f32(M, N + 1, K, 1.0f, a, K, bt1, K, 0.0f, big_want, N + 1, big_want, N + 1);
   disp__mat B1 = {bt1, 1, K}, C1 = {big, N + 1, 1};
   ASSERT_OK(disp__gemm_f32(M, N + 1, K, 1.0f, A, B1, 0.0f, C1));
   ASSERT_TRUE(memcmp(big, big_want, sizeof big) != 0);
+  return 0;
+}
+
+/* A column of a small product has the same bits whichever group of
+ * columns it is computed in (eight at a time, or four where at most four
+ * are left): the sums depend on k only. */
+TEST(small_products_do_not_depend_on_the_column_group) {
+  const disp__cpu_kernel_table *t = disp__cpu_kernels();
+  if (!t->gemm_nt_f32) return 0;
+  enum { M = 5, N = 13, KMAX = 40 };
+  float a[M * KMAX], bt[N * KMAX], bias[N], all[M * N], part[M * N];
+  static const int64_t ks[] = {3, 8, 16, 21, 40};
+  for (int i = 0; i < M * KMAX; i++) a[i] = (float)(rnd8() * 0.37);
+  for (int i = 0; i < N * KMAX; i++) bt[i] = (float)(rnd8() * 0.91);
+  for (int j = 0; j < N; j++) bias[j] = (float)rnd8();
+  for (size_t z = 0; z < sizeof ks / sizeof *ks; z++) {
+    int64_t k = ks[z];
+    t->gemm_nt_f32(M, N, k, 0.5f, a, k, bt, k, 1.0f, bias, 0, all, N);
+    for (int64_t j0 = 0; j0 < N; j0++)
+      for (int64_t n = 1; j0 + n <= N && n <= 9; n++) {
+        t->gemm_nt_f32(M, n, k, 0.5f, a, k, bt + j0 * k, k, 1.0f, bias + j0, 0, part, n);
+        for (int64_t i = 0; i < M; i++)
+          if (memcmp(part + i * n, all + i * N + j0, (size_t)n * sizeof(float)))
+            TEST_FAIL_("k %lld: columns %lld..%lld alone differ in row %lld", (long long)k, (long long)j0,
+                       (long long)(j0 + n - 1), (long long)i);
+      }
+  }
+  return 0;
+}
+
+/* disp__gemm_small_from: a small product started from a bias row (row
+ * stride 0) gives the bits of filling C with the row and multiplying in
+ * place, beta 1 and not; a product or a layout the small kernel does not
+ * take is refused with C untouched. */
+TEST(small_products_start_from_a_bias_row) {
+  if (!disp__cpu_kernels()->gemm_nt_f32) return 0;
+  enum { M = 8, N = 12, K = 20 };
+  float a[M * K], bt[N * K], bias[N], want[M * N], got[M * N];
+  for (int i = 0; i < M * K; i++) a[i] = (float)(rnd8() * 0.37);
+  for (int i = 0; i < N * K; i++) bt[i] = (float)(rnd8() * 0.91);
+  for (int j = 0; j < N; j++) bias[j] = (float)rnd8();
+  disp__mat A = {a, K, 1}, B = {bt, 1, K}, C = {got, N, 1}, W = {want, N, 1}, S = {bias, 0, 1};
+  static const double betas[] = {1.0, 0.5};
+  for (int be = 0; be < 2; be++) {
+    disp_scalar beta = disp_scalar_double(betas[be]), alpha = disp_scalar_double(-0.75);
+    for (int i = 0; i < M * N; i++) want[i] = bias[i % N], got[i] = NAN;
+    ASSERT_OK(disp__gemm(DISP_DTYPE_FLOAT32, M, N, K, alpha, A, B, beta, W));
+    ASSERT_TRUE(disp__gemm_small_from(DISP_DTYPE_FLOAT32, M, N, K, alpha, A, B, beta, S, C));
+    ASSERT_TRUE(memcmp(got, want, sizeof got) == 0);
+  }
+  disp__mat Sc = {bias, 0, 0}, Br = {bt, N, 1}; /* a repeated element; B row-major */
+  got[0] = 3.0f;
+  ASSERT_TRUE(!disp__gemm_small_from(DISP_DTYPE_FLOAT32, M, N, K, disp_scalar_int(1), A, B, disp_scalar_int(1), Sc, C));
+  ASSERT_TRUE(!disp__gemm_small_from(DISP_DTYPE_FLOAT32, M, N, K, disp_scalar_int(1), A, Br, disp_scalar_int(1), S, C));
+  ASSERT_TRUE(!disp__gemm_small_from(DISP_DTYPE_FLOAT64, M, N, K, disp_scalar_int(1), A, B, disp_scalar_int(1), S, C));
+  ASSERT_TRUE(got[0] == 3.0f);
   return 0;
 }
 
@@ -441,6 +497,8 @@ TEST_LIST = {TEST_ENTRY(f64_exact_all_layouts), TEST_ENTRY(alpha_beta_the_type_c
              TEST_ENTRY(split_product_equals_unsplit),
              TEST_ENTRY(small_products_match_the_reference_on_every_capability),
              TEST_ENTRY(small_products_take_the_small_kernel_only),
+             TEST_ENTRY(small_products_start_from_a_bias_row),
+             TEST_ENTRY(small_products_do_not_depend_on_the_column_group),
              TEST_ENTRY(split_blocks_are_balanced),
              TEST_ENTRY(mm_errors_in_pytorch_words),
              TEST_END};

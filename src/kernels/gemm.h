@@ -69,6 +69,19 @@ disp_status disp__gemm_f64(int64_t m, int64_t n, int64_t k, double alpha, disp__
 disp_status disp__gemm(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scalar alpha,
                        disp__mat a, disp__mat b, disp_scalar beta, disp__mat c);
 
+/*
+ * disp__gemm_small_from - C = alpha * A @ B + beta * S in one pass, S (m x
+ * n, rows contiguous, any row stride: 0 repeats one row, addmm's bias) read
+ * instead of C, when disp__gemm would give this float32 product to the small
+ * kernel (Note [Small products] in gemm.c); the same operations in the same
+ * order as filling C with S and calling disp__gemm, so the same bits.
+ * Returns 1 when it multiplied; 0, with nothing read or written, otherwise
+ * (another product, or an alpha/beta disp__gemm refuses: the caller fills C
+ * and calls disp__gemm, which reports them). S must not overlap C.
+ */
+int disp__gemm_small_from(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scalar alpha, disp__mat a,
+                          disp__mat b, disp_scalar beta, disp__mat s, disp__mat c);
+
 /* ---- element conversions shared by the kernels of this area ---------- */
 
 /* float16 / bfloat16 <-> float32, round-to-nearest-even, nan kept quiet. */

@@ -23,12 +23,19 @@ static const char *tname(disp_dtype dt) { return disp_dtype_torch_name(dt); }
 
 /* A matrix view of dims (d0, d1) of t, batch element b along dim 0 for 3-D. */
 static disp__mat mat_of(disp_tensor *t, int d0, int d1, int64_t b) {
-  disp__mat m;
-  char *base = disp_tensor_data_ptr(t);
-  int64_t off = t->ndim == 3 ? b * t->strides[0] : 0;
-  m.data = base ? base + off * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
-  m.rs = t->strides[d0];
-  m.cs = t->strides[d1];
+  disp__mat m = {disp_tensor_data_ptr(t), t->strides[d0], t->strides[d1]};
+  if (t->ndim == 3 && m.data) m.data = (char *)m.data + b * t->strides[0] * (int64_t)disp_dtype_itemsize(t->dtype);
+  return m;
+}
+
+/* addmm's self (at most 2-D, expandable to the result: addmm_geometry) as
+ * the result-shaped matrix it broadcasts to: a missing or size-1 dim
+ * repeats (stride 0). */
+static disp__mat broadcast_mat(disp_tensor *self) {
+  disp__mat m = {disp_tensor_data_ptr(self), 0, 0};
+  int nd = self->ndim;
+  if (nd == 2 && self->sizes[0] != 1) m.rs = self->strides[0];
+  if (nd >= 1 && self->sizes[nd - 1] != 1) m.cs = self->strides[nd - 1];
   return m;
 }
 
@@ -206,11 +213,16 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
     *out0 = out;
     return DISP_OK;
   }
+  disp__mat a = mat_of(mat1, 0, 1, 0), b = mat_of(mat2, 0, 1, 0), c = mat_of(out, 0, 1, 0);
+  if (!beta_zero && disp__gemm_small_from(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, a, b, beta,
+                                          broadcast_mat(self), c)) {
+    *out0 = out; /* a small product read self where it lies (the bias: no copy) */
+    return DISP_OK;
+  }
   /* out = self broadcast to (m, n) by the one broadcast copy (a memcpy
    * per row for a bias vector); the gemm then scales it by beta. */
   if (!beta_zero) disp__titer_copy(out, self);
-  st = disp__gemm(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, mat_of(mat1, 0, 1, 0),
-                  mat_of(mat2, 0, 1, 0), beta_zero ? disp_scalar_int(0) : beta, mat_of(out, 0, 1, 0));
+  st = disp__gemm(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, a, b, beta_zero ? disp_scalar_int(0) : beta, c);
   if (st != DISP_OK) {
     disp_tensor_release(out);
     return st;

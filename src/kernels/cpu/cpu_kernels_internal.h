@@ -29,7 +29,8 @@ void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int6
 float DISP_CPU_FN(sum_f32)(const float *a, int64_t n);
 #if defined(__AVX2__)
 void DISP_CPU_FN(gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                              const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+                              const float *b, int64_t ldb, float beta, const float *s, int64_t lds, float *c,
+                              int64_t ldc);
 #define DISP_CPU_GEMM_NT DISP_CPU_FN(gemm_nt_f32)
 #else
 #define DISP_CPU_GEMM_NT NULL /* gemm_small.c: FMA copies only */

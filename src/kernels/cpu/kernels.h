@@ -50,12 +50,15 @@ typedef struct disp__cpu_kernel_table {
   /* The sum of n contiguous floats: several vector accumulators, blocks
    * combined in a cascade (1.13's cascade_sum), in float. */
   float (*sum_f32)(const float *a, int64_t n);
-  /* c = alpha * a @ b + beta * c for small products (gemm.c's Note [Small
+  /* c = alpha * a @ b + beta * s for small products (gemm.c's Note [Small
    * products]): a m x k (row i at a + i * lda), b k x n given by its columns
-   * (column j at b + j * ldb), c m x n row-major (ldc); c is not read when
-   * beta is 0. NULL in copies without it (the baseline). */
+   * (column j at b + j * ldb), c m x n row-major (ldc), s m x n with
+   * contiguous rows (row i at s + i * lds: s == c for BLAS's in-place
+   * form, lds 0 for one row repeated); s is not read when beta is 0.
+   * NULL in copies without it (the baseline). */
   void (*gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+                      const float *b, int64_t ldb, float beta, const float *s, int64_t lds, float *c,
+                      int64_t ldc);
   /* threshold_backward: o[i] = self[i] <= threshold ? 0 : grad[i] (a
    * select: the same bits in every copy; o may be self or grad). */
   void (*threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold, int64_t n);

@@ -31,19 +31,10 @@ static float row_max(const float *x, int64_t len) {
   return m;
 }
 
-/* The sum of exps stored in e[0, len): one vector accumulator, the tail
- * padded with zeros, then the lanes as a tree (1.13's map_reduce_all /
- * reduce_all order). */
-static float exp_sum(const float *e, int64_t len) {
-  V acc = VSET1(0.0f);
-  int64_t j = 0;
-  for (; j + W <= len; j += W) acc = VADD(acc, VLOAD(e + j));
-  if (j < len) acc = VADD(acc, disp__vload_part(e + j, len - j, 0.0f));
-  return disp__hsum(acc);
-}
-
 /* y = exp(x - mx) over a row (the tail as one padded vector, as 1.13's
- * vec::map), returning their sum in exp_sum's order: the sum rides along
+ * vec::map), returning their sum in 1.13's map_reduce_all / reduce_all
+ * order (one vector accumulator, the tail padded with zeros, then the lanes
+ * as disp__hsum's tree): the sum rides along
  * with the exps, whose calls it waits behind anyway (a separate summing
  * pass cost 6% of a 1000-wide softmax). The next row is prefetched
  * meanwhile: the exps leave the memory idle, and the next row's max pass
@@ -65,20 +56,32 @@ static float row_exp_sum(float *y, const float *x, int64_t len, float mx) {
   return disp__hsum(acc);
 }
 
-/* Rows shorter than two vectors (a classifier's few classes): the exps of
- * a block of n rows are one flat array, W at a time, not one padded vector
- * or two a row (8 exps for a row of 4). Each lane's exp is the same
- * function and x - max the same subtraction, so the maxima mx, exps (in o)
- * and sums s are the row-by-row ones bit for bit. */
-static void short_rows(float *o, const float *in, int64_t n, int64_t len, float *mx, float *s) {
-  for (int64_t k = 0; k < n; k++) {
-    mx[k] = row_max(in + k * len, len);
-    for (int64_t j = 0; j < len; j++) o[k * len + j] = in[k * len + j] - mx[k];
-  }
-  int64_t i = 0, total = n * len;
-  for (; i + W <= total; i += W) VSTORE(o + i, VEXP(VLOAD(o + i)));
-  if (i < total) disp__vstore_part(o + i, VEXP(disp__vload_part(o + i, total - i, 0.0f)), total - i);
-  for (int64_t k = 0; k < n; k++) s[k] = exp_sum(o + k * len, len);
+/* Rows shorter than two vectors (a classifier's few classes), W rows at a
+ * time turned on their side: vector j holds element j of each of the W
+ * rows, so the max, the exps, the sums and the outputs of W rows take one
+ * vector operation per column (a row a vector left most lanes idle and ran
+ * a scalar loop per row). Each lane does what the row-by-row kernel does to
+ * its element - the same exp, the same x - max, and the sum in row_exp_sum's
+ * order: lanes l and l + W of a row first, then disp__hsum's tree (lane i
+ * with lane i + w, w = W/2, ..., 1), the missing lanes zeros as there - so
+ * the bits are the row-by-row ones. n <= W rows; the rest of the side is
+ * zeros whose results are dropped. */
+static void short_rows(float *o, const float *in, int64_t n, int64_t len, int is_log) {
+  float t[2 * W][W] = {{0.0f}};
+  V c[2 * W], e[2 * W];
+  for (int64_t j = 0; j < len; j++)
+    for (int64_t r = 0; r < n; r++) t[j][r] = in[r * len + j];
+  V mx = VLOAD(t[0]);
+  for (int64_t j = 1; j < len; j++) mx = VMAXN(mx, VLOAD(t[j]));
+  for (int64_t j = 0; j < len; j++) e[j] = VEXP(VSUB(VLOAD(t[j]), mx));
+  for (int64_t l = 0; l < W; l++) c[l] = l >= len ? VSET1(0.0f) : l + W < len ? VADD(e[l], e[l + W]) : e[l];
+  for (int w = W / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++) c[l] = VADD(c[l], c[l + w]);
+  const V lg = is_log ? VLOG(c[0]) : VDIV(VSET1(1.0f), c[0]); /* log(sum) or 1/sum */
+  for (int64_t j = 0; j < len; j++)
+    VSTORE(t[j], is_log ? VSUB(VSUB(VLOAD(t[j]), mx), lg) : VMUL(e[j], lg));
+  for (int64_t j = 0; j < len; j++)
+    for (int64_t r = 0; r < n; r++) o[r * len + j] = t[j][r];
 }
 
 /* Rows of a block whose exps are in o, maxima mx and exp sums s: softmax
@@ -109,27 +112,25 @@ static void finish_rows(float *o, const float *in, int64_t n, int64_t len, const
   }
 }
 
-/* Blocks of rows: short rows SHORT_BLOCK at a time; long ones W at a time
- * for log_softmax (for its grouped logs), one at a time for softmax (its
- * exps still in L1 when they are scaled). log_softmax keeps its exps in the
- * output row until x - max - log(sum) overwrites them. */
-enum { SHORT_BLOCK = 64 };
-
+/* Blocks of rows: short ones W at a time (short_rows); long ones W at a
+ * time for log_softmax (for its grouped logs), one at a time for softmax
+ * (its exps still in L1 when they are scaled). log_softmax keeps its exps
+ * in the output row until x - max - log(sum) overwrites them. */
 void DISP_CPU_FN(softmax_lastdim_f32)(float *o, const float *in, int64_t rows, int64_t len, int is_log) {
   const int is_short = len < 2 * W;
-  const int64_t block = is_short ? SHORT_BLOCK : is_log ? W : 1;
+  const int64_t block = is_short || is_log ? W : 1;
   for (int64_t r = 0; r < rows; r += block) {
-    float mx[SHORT_BLOCK], s[SHORT_BLOCK];
+    float mx[W], s[W];
     int64_t n = rows - r < block ? rows - r : block;
     const float *x = in + r * len;
     float *y = o + r * len;
     if (is_short) {
-      short_rows(y, x, n, len, mx, s);
-    } else {
-      for (int64_t k = 0; k < n; k++) {
-        mx[k] = row_max(x + k * len, len);
-        s[k] = row_exp_sum(y + k * len, x + k * len, len, mx[k]);
-      }
+      short_rows(y, x, n, len, is_log);
+      continue;
+    }
+    for (int64_t k = 0; k < n; k++) {
+      mx[k] = row_max(x + k * len, len);
+      s[k] = row_exp_sum(y + k * len, x + k * len, len, mx[k]);
     }
     finish_rows(y, x, n, len, mx, s, is_log);
   }
