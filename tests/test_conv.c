@@ -200,6 +200,60 @@ static int same_values(const disp_tensor *f, const disp_tensor *d) {
   return 0;
 }
 
+/* Float32 against float64 (exact in both) on geometry c: the forward with
+ * a bias and the three gradients. */
+static int f32_matches_f64(const cfg *c, int transposed) {
+  int64_t xs[5], ws[5];
+  int nd, sd = c->sd;
+  sizes_of(c, transposed, xs, ws, &nd);
+  int64_t st[3], pd[3], dl[3], op[3] = {0, 0, 0}, nb = c->co;
+  for (int i = 0; i < sd; i++) st[i] = c->s[3 - sd + i], pd[i] = c->p[3 - sd + i], dl[i] = c->d[3 - sd + i];
+  for (int i = 0; i < sd && transposed; i++) op[i] = c->op[3 - sd + i]; /* (backward refuses it otherwise) */
+  disp_tensor *d[3] = {randt(xs, nd), randt(ws, nd), randt(&nb, 1)}, *f[3];
+  for (int i = 0; i < 3; i++) f[i] = as_f32(d[i]);
+  disp_tensor *r[2][4] = {{NULL}}, *dy[2] = {NULL};
+  bool mask[3] = {true, true, true};
+  disp_bool_list ml = {mask, 3};
+  disp_opt_int_list bsz = {{&nb, 1}, true};
+  for (int k = 0; k < 2; k++) {
+    disp_tensor **t = k ? f : d;
+    ASSERT_OK(disp_aten_convolution(t[0], t[1], t[2], il(st, sd), il(pd, sd), il(dl, sd), transposed, il(op, sd),
+                                    c->g, &r[k][0]));
+    dy[k] = k ? as_f32(dy[0]) : randt(disp_tensor_sizes(r[0][0]), nd);
+    ASSERT_OK(disp_aten_convolution_backward(dy[k], t[0], t[1], bsz, il(st, sd), il(pd, sd), il(dl, sd), transposed,
+                                             il(op, sd), c->g, ml, &r[k][1], &r[k][2], &r[k][3]));
+  }
+  for (int k = 0; k < 4; k++)
+    if (same_values(r[1][k], r[0][k])) return 1;
+  for (int k = 0; k < 4; k++) disp_tensor_release(r[0][k]), disp_tensor_release(r[1][k]);
+  for (int i = 0; i < 3; i++) disp_tensor_release(d[i]), disp_tensor_release(f[i]);
+  disp_tensor_release(dy[0]), disp_tensor_release(dy[1]);
+  return 0;
+}
+
+/* Note [Small convolutions] (conv.c): few input channels x taps (ck <=
+ * 16) take the kernel table's conv_small kernels in float32 (in AVX2 and
+ * AVX-512; BLAS in the baseline, as past the bound): against float64 on
+ * many geometries, transposed too (whose forward is a regular input
+ * gradient: BLAS), with output rows and positions past the kernels'
+ * blocks (odd channel counts, planes of 117, 70, 9, 1). */
+TEST(small_convolutions_match_float64) {
+  static const cfg cases[] = {
+      /* sd  n ci co g   in          k        s        p        d        op */
+      {2, 3, 1, 5, 1, {1, 9, 13}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, {0, 0, 0}},  /* the CNN's first layer */
+      {2, 2, 4, 6, 2, {1, 7, 5}, {1, 3, 2}, {1, 2, 1}, {0, 1, 2}, {1, 1, 2}, {0, 0, 0}},   /* groups, ck 6 */
+      {1, 2, 2, 3, 1, {1, 1, 40}, {1, 1, 5}, {1, 1, 2}, {0, 0, 2}, {1, 1, 1}, {0, 0, 1}},  /* 1-D, ck 10 */
+      {3, 1, 2, 3, 1, {3, 4, 5}, {2, 2, 2}, {1, 1, 1}, {1, 0, 1}, {1, 1, 1}, {0, 0, 0}},   /* 3-D, ck 16 */
+      {2, 1, 1, 7, 1, {1, 6, 70}, {1, 4, 4}, {1, 1, 1}, {0, 2, 1}, {1, 1, 2}, {0, 0, 0}},  /* ck 16, dilation */
+      {2, 2, 17, 3, 1, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, {0, 0, 0}},  /* ck 17: BLAS */
+      {2, 2, 3, 3, 3, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, {0, 0, 0}},   /* one position, row, tap */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int t = 0; t < 2; t++)
+      if (f32_matches_f64(&cases[i], t)) TEST_FAIL_("case %zu transposed=%d", i, t);
+  return 0;
+}
+
 /* The float32 primitives (sgemm, the vector row add of col2im, the vector
  * plane sums of the bias gradient, planes of 117: tails past the vectors)
  * on a CNN's 3x3 "same" convolution, forward and the three gradients,
@@ -410,6 +464,7 @@ TEST(seeded_random_is_reproducible) {
 
 TEST_LIST = {TEST_ENTRY(conv_matches_naive_and_adjoints),
              TEST_ENTRY(conv_float32_matches_float64),
+             TEST_ENTRY(small_convolutions_match_float64),
              TEST_ENTRY(meta_geometry_matches_cpu),
              TEST_ENTRY(conv_errors),
              TEST_ENTRY(max_pool_nan_and_channels_last),

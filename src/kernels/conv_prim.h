@@ -234,6 +234,41 @@ static void CP(init_planes)(CT *y, const double *bias, int64_t planes, int64_t s
   for (int64_t i = 0; i < planes; i++) CP(fill)(y + i * sp, (CT)bias[i], sp);
 }
 
+/* The forward's product y (og x OUT) = bias (per row; zero when NULL) + w
+ * (og x ck) @ cols and the weight gradient's dw (og x ck) += dy (og x OUT)
+ * @ cols^T: the kernel table's small-convolution kernels where small_conv
+ * (conv.c) picks them, else BLAS. */
+static disp_status CP(forward_product)(int64_t og, int64_t OUT, int64_t ck, const CT *w, CT *cols,
+                                       const double *bias, CT *y) {
+#ifdef CT_IS_FLOAT
+  const disp__cpu_kernel_table *kt = small_conv(ck);
+  if (kt) {
+    /* the starting values rounded to float, as CP(init_planes) rounds them */
+    enum { ROWS = 64 };
+    float start[ROWS];
+    for (int64_t i0 = 0; i0 < og; i0 += ROWS) {
+      int64_t rows = og - i0 < ROWS ? og - i0 : ROWS;
+      for (int64_t i = 0; i < rows; i++) start[i] = bias ? (float)bias[i0 + i] : 0.0f;
+      kt->conv_small_forward_f32(rows, OUT, ck, w + i0 * ck, cols, start, y + i0 * OUT);
+    }
+    return DISP_OK;
+  }
+#endif
+  CP(init_planes)(y, bias, og, OUT);
+  return CGEMM(og, OUT, ck, 1.0, CP(dm)((CT *)w, ck, 1), CP(dm)(cols, OUT, 1), 1.0, CP(dm)(y, OUT, 1));
+}
+
+static disp_status CP(weight_product)(int64_t og, int64_t OUT, int64_t ck, const CT *dy, CT *cols, CT *dw) {
+#ifdef CT_IS_FLOAT
+  const disp__cpu_kernel_table *kt = small_conv(ck);
+  if (kt) {
+    kt->conv_small_weight_grad_f32(og, OUT, ck, dy, cols, dw);
+    return DISP_OK;
+  }
+#endif
+  return CGEMM(og, ck, OUT, 1.0, CP(dm)((CT *)dy, OUT, 1), CP(dm)(cols, 1, OUT), 1.0, CP(dm)(dw, ck, 1));
+}
+
 /* FWD or BWD_IN of samples [lo, hi): each writes only its own part of y,
  * so samples run on the library's threads, each with its own columns.
  * Every output starts as the bias (zero without one) and the products
@@ -256,9 +291,8 @@ static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
       const CT *w = j->b + g * og * ck;
       if (j->prim == PRIM_FWD) {
         CT *y = j->y + (n * gm->co + g * og) * OUT;
-        CP(init_planes)(y, j->bias ? j->bias + g * og : NULL, og, OUT);
         CP(im2col)(gm, j->a + (n * gm->ci + g * cg) * IN, cg, cols);
-        st = CGEMM(og, OUT, ck, 1.0, CP(dm)((CT *)w, ck, 1), CP(dm)(cols, OUT, 1), 1.0, CP(dm)(y, OUT, 1));
+        st = CP(forward_product)(og, OUT, ck, w, cols, j->bias ? j->bias + g * og : NULL, y);
       } else {
         memset(cols, 0, sizeof(CT) * (size_t)(ck * OUT));
         st = CGEMM(ck, OUT, og, 1.0, CP(dm)((CT *)w, 1, ck),
@@ -284,8 +318,7 @@ static disp_status CP(weight_grad_range)(const geom *gm, const CT *x, const CT *
   for (int64_t n = n0; n < n1 && st == DISP_OK; n++)
     for (int64_t g = 0; g < gm->g && st == DISP_OK; g++) {
       CP(im2col)(gm, x + (n * gm->ci + g * cg) * IN, cg, cols);
-      st = CGEMM(og, ck, OUT, 1.0, CP(dm)((CT *)dy + (n * gm->co + g * og) * OUT, OUT, 1),
-                          CP(dm)(cols, 1, OUT), 1.0, CP(dm)(dw + g * og * ck, ck, 1));
+      st = CP(weight_product)(og, OUT, ck, dy + (n * gm->co + g * og) * OUT, cols, dw + g * og * ck);
     }
   free(cols);
   return st;

@@ -32,8 +32,16 @@ void DISP_CPU_FN(gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, cons
                               const float *b, int64_t ldb, float beta, const float *s, int64_t lds, float *c,
                               int64_t ldc);
 #define DISP_CPU_GEMM_NT DISP_CPU_FN(gemm_nt_f32)
+void DISP_CPU_FN(conv_small_forward_f32)(int64_t m, int64_t n, int64_t k, const float *w, const float *cols,
+                                         const float *start, float *y);
+void DISP_CPU_FN(conv_small_weight_grad_f32)(int64_t m, int64_t n, int64_t k, const float *dy, const float *cols,
+                                             float *dw);
+#define DISP_CPU_CONV_SMALL_FORWARD DISP_CPU_FN(conv_small_forward_f32)
+#define DISP_CPU_CONV_SMALL_WEIGHT_GRAD DISP_CPU_FN(conv_small_weight_grad_f32)
 #else
 #define DISP_CPU_GEMM_NT NULL /* gemm_small.c: FMA copies only */
+#define DISP_CPU_CONV_SMALL_FORWARD NULL /* conv_small.c: FMA copies only */
+#define DISP_CPU_CONV_SMALL_WEIGHT_GRAD NULL
 #endif
 void DISP_CPU_FN(threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold,
                                          int64_t n);

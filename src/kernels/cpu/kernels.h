@@ -79,6 +79,16 @@ typedef struct disp__cpu_kernel_table {
    * not a tap of its own output's window. */
   int (*max_pool2x2_backward_f32)(float *dx, int64_t ih, int64_t iw, const float *dy, const int64_t *ix,
                                   int64_t oh, int64_t ow);
+  /* A convolution's products on im2col columns cols (k x n, k the input
+   * channels x taps, few) for conv_prim.h, where BLAS is slow
+   * (cpu/conv_small.c): the forward y (m x n) = start[i] (row i's starting
+   * value, the bias) + w (m x k) @ cols, the weight gradient dw (m x k) +=
+   * dy (m x n) @ cols^T; all contiguous row-major. NULL in copies without
+   * them (the baseline). */
+  void (*conv_small_forward_f32)(int64_t m, int64_t n, int64_t k, const float *w, const float *cols,
+                                 const float *start, float *y);
+  void (*conv_small_weight_grad_f32)(int64_t m, int64_t n, int64_t k, const float *dy, const float *cols,
+                                     float *dw);
 } disp__cpu_kernel_table;
 
 /* The table of the capability in use (disp__cpu_capability()), decided
