@@ -330,8 +330,8 @@ int main(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!strcmp(argv[1], "--version")) {
-    printf("disp (libdispatch) %s\nCPU capability: %s; threads: %d\n", disp_version_string(),
-           disp_cpu_capability(), disp_get_num_threads());
+    printf("disp (libdispatch) %s\nCPU capability: %s; threads: %d; BLAS: %s\n", disp_version_string(),
+           disp_cpu_capability(), disp_get_num_threads(), disp_cpu_blas());
     return 0;
   }
   const char *cmd = argv[1];

@@ -12,8 +12,11 @@
  * across the library's threads instead, so the two pools never compete for
  * the cores. A kernel called from inside a parallel region (a user's own
  * OpenMP loop, say) runs on that thread alone: regions never nest.
- * Results do not depend on the thread count except for float reassociation
- * in reductions.
+ * Results do not depend on the thread count: work whose floating-point
+ * result depends on where it is cut (matrix products, reductions, loss
+ * sums) is cut into blocks chosen from the problem alone, and threads take
+ * whole blocks, so 1, 2 or 3 threads make the same calls into OpenBLAS and
+ * give the same bits, whatever kernel family OpenBLAS picks for the CPU.
  *
  * Capability. The hot float kernels are compiled once per instruction set
  * (as PyTorch's CPU_CAPABILITY): "default" (the baseline of the target, SSE2
@@ -51,6 +54,15 @@ DISP_API int disp_get_num_threads(void);
  * "avx2" or "avx512". A static string; never NULL. Thread-safe.
  */
 DISP_API const char *disp_cpu_capability(void);
+
+/*
+ * disp_cpu_blas - the matrix-multiply engine behind float32/float64
+ * products: "OpenBLAS (Zen)" with OpenBLAS, naming the kernel family it
+ * runs (chosen from the CPU, or by OPENBLAS_CORETYPE), "CBLAS" for another
+ * CBLAS library, "portable" for the library's own kernel. A static string;
+ * never NULL. Thread-safe.
+ */
+DISP_API const char *disp_cpu_blas(void);
 
 #ifdef __cplusplus
 }

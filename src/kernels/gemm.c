@@ -12,6 +12,7 @@
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,27 @@
 static atomic_int g_force_portable;
 
 int disp__gemm_force_portable(int on) { return atomic_exchange(&g_force_portable, on ? 1 : 0); }
+
+#ifdef DISP_HAVE_OPENBLAS_THREADS
+char *openblas_get_corename(void); /* OpenBLAS's own API, not CBLAS's */
+static char g_blas_name[64];
+static void name_blas(void) {
+  const char *core = openblas_get_corename();
+  snprintf(g_blas_name, sizeof g_blas_name, "OpenBLAS (%s)", core ? core : "unknown");
+}
+#endif
+
+const char *disp_cpu_blas(void) {
+#if defined(DISP_HAVE_OPENBLAS_THREADS)
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, name_blas);
+  return g_blas_name;
+#elif defined(DISP_HAVE_CBLAS)
+  return "CBLAS";
+#else
+  return "portable";
+#endif
+}
 
 int disp__gemm_have_blas(void) {
 #ifdef DISP_HAVE_CBLAS
@@ -254,102 +276,53 @@ static disp_status serial_f64(int64_t m, int64_t n, int64_t k, double alpha, dis
                       c.cs);
 }
 
-/* Note [Threaded gemm]: a large product is split across the library's
- * threads (Note [One pool] in parallel.c) into one block of rows of C per
- * thread, rows of C as BLAS sees it (its columns when C is column-major,
- * which BLAS computes as the transposed product), each block one
- * single-threaded call of the serial kernel on its slices of A (B) and C.
- * Block starts are multiples of a unit (Note [gemm unit]) so that the split
- * product equals the unsplit one bit for bit, and are the multiples nearest
- * to an even share, so 128 rows in units of 12 go 60/68 on 2 threads.
- * The other dimension does not split exactly (measured on OpenBLAS 0.3.21,
- * Zen: sgemm differs in the 16 columns around any cut, by up to 5e-3
- * relative; OpenBLAS's own threads differ from one thread likewise), nor
- * does k; a product stays one call when its rows hold fewer than two units
- * or a block would get fewer than GEMM_MIN_WORK multiply-adds: about 5 us
- * of sgemm, the pointwise grain's order. Smaller splits gained at most 1 us
- * here (32x128x64: 10.6 -> 9.9 us) and cost 100+ us a forward when the
- * other core was busy (a region waits for its slowest thread). */
-enum { GEMM_MIN_WORK = 262144 };
+/* Note [Threaded gemm]: a large product is cut into a FIXED partition of
+ * blocks of C's rows, or of its columns when it has more columns than rows,
+ * chosen from the product's shape alone; each block is one single-threaded
+ * call of the serial kernel on its slices of A (B) and C, and the library's threads (Note [One pool]
+ * in parallel.c) take whole blocks. 1, 2 or 3 threads, or a call made from
+ * inside a parallel region, therefore make the same BLAS calls with the
+ * same arguments, and the product has the same bits whatever kernel family
+ * OpenBLAS picks for the CPU. An earlier scheme cut one block per thread and
+ * relied on a probed micro-kernel width to make the cut invisible: on
+ * SkylakeX (OpenBLAS 0.3.21) a block of a few rows reaches another kernel
+ * (the small-matrix path) than the whole product does, and the bits moved
+ * with the thread count. Never cut: k (sums would reassociate).
+ *
+ * The partition: 2 blocks once the product has 2 * GEMM_MIN_WORK
+ * multiply-adds (about 10 us of sgemm, the pointwise grain's order) and at
+ * least 2 * GEMM_BLOCK_ALIGN rows; 4 once every block still holds
+ * GEMM_WIDE_WORK (about 300 us), so that the extra packing of the other
+ * operand that each call repeats costs a few percent when one thread runs
+ * all blocks (128x256x784 sgemm at one thread, Zen 3: one call 620-700 us,
+ * two calls 640-760 us, four calls ~790 us: the VM's noise is of the
+ * same order). Cutting the longer of C's sides repacks the smaller
+ * operand: the MLP's 784-256-10 b128 forward at one thread costs 7.36M
+ * instructions cut in columns, 7.56M in rows, 7.22M in one call (+2%). Block starts are multiples of GEMM_BLOCK_ALIGN (whole
+ * micro-kernel groups of every x86 sgemm/dgemm kernel) nearest to an even
+ * share, so the MLP's 128x256 layer goes 128/128 columns. More than 4 blocks would help only
+ * machines with more than 4 cores, and would cost every one-thread run. */
+enum { GEMM_MIN_WORK = 262144, GEMM_WIDE_WORK = 16 * 1024 * 1024, GEMM_BLOCK_ALIGN = 16, GEMM_MAX_PARTS = 4 };
 
 typedef struct gemm_plan {
-  int cols;                    /* split C's columns (C column-major), else its rows */
+  int cols;                    /* split C's columns (n > m), else its rows */
   int64_t len, unit, parts;    /* rows (columns) of C; block starts are multiples of unit */
 } gemm_plan;
 
-/* Note [gemm unit]: OpenBLAS computes each group of its micro-kernel's
- * width of C's rows (as BLAS sees them) alone, but the rows left over past
- * the last full group with narrower kernels whose sums round differently
- * (sgemm on Zen: groups of 12, the tail in 8/4/2/1 wide pieces), so a block
- * must start at a multiple of that width for its rows to come out as in the
- * whole product. The width depends on the BLAS build and the CPU, so it is
- * measured once per type on first need: the least divisor u of
- * GEMM_PROBE_ROWS for which a GEMM_PROBE_ROWS + 5 row product computed in
- * blocks of u rows equals it computed in one call; 0 (never split) when
- * none does. Here sgemm gives 12 and dgemm 1. The portable kernel computes
- * every row alone, so any split is exact; 4 keeps its blocks on its
- * 4-row micro-kernel. */
-enum { GEMM_PROBE_ROWS = 48, GEMM_PORTABLE_UNIT = 4 };
-
-#ifdef DISP_HAVE_CBLAS
-#define DEFINE_UNIT(NAME, T, SERIAL)                                                              \
-  static int64_t NAME##_value;                                                                    \
-  /* whether blocks of u rows of the p x n product (a, b) reproduce whole */                       \
-  static int NAME##_exact(int64_t u, int64_t p, int64_t n, int64_t k, T *a, T *b, T *whole,      \
-                          T *part) {                                                              \
-    for (int64_t r = 0; r < p; r += u) {                                                          \
-      int64_t rows = p - r < u ? p - r : u;                                                       \
-      disp__mat ma = {a + r * k, k, 1}, mb = {b, n, 1}, mc = {part + r * n, n, 1};                \
-      if (SERIAL(rows, n, k, (T)1, ma, mb, (T)0, mc) != DISP_OK) return 0;                        \
-    }                                                                                             \
-    return memcmp(whole, part, sizeof(T) * (size_t)(p * n)) == 0;                                 \
-  }                                                                                               \
-  static void NAME##_probe(void) {                                                                \
-    enum { P = GEMM_PROBE_ROWS + 5, N = 29, K = 67 };                                             \
-    T *a = malloc(sizeof(T) * (P * K + K * N + 2 * P * N));                                       \
-    if (!a) return; /* the unit stays 0: products stay one call */                               \
-    T *b = a + P * K, *whole = b + K * N, *part = whole + P * N;                                  \
-    uint32_t s = 2463534242u;                                                                     \
-    for (int i = 0; i < P * K + K * N; i++) {                                                     \
-      s ^= s << 13, s ^= s >> 17, s ^= s << 5;                                                    \
-      a[i] = (T)((double)s / 2147483648.0 - 1.0);                                                 \
-    }                                                                                             \
-    disp__mat ma = {a, K, 1}, mb = {b, N, 1}, mc = {whole, N, 1};                                 \
-    if (SERIAL(P, N, K, (T)1, ma, mb, (T)0, mc) == DISP_OK)                                       \
-      for (int64_t u = 1; u <= GEMM_PROBE_ROWS && !NAME##_value; u++)                             \
-        if (GEMM_PROBE_ROWS % u == 0 && NAME##_exact(u, P, N, K, a, b, whole, part))              \
-          NAME##_value = u;                                                                       \
-    free(a);                                                                                      \
-  }                                                                                               \
-  static int64_t NAME(void) {                                                                     \
-    static pthread_once_t once = PTHREAD_ONCE_INIT;                                               \
-    if (atomic_load_explicit(&g_force_portable, memory_order_relaxed)) return GEMM_PORTABLE_UNIT; \
-    pthread_once(&once, NAME##_probe);                                                            \
-    return NAME##_value;                                                                          \
-  }
-#else
-#define DEFINE_UNIT(NAME, T, SERIAL) \
-  static int64_t NAME(void) { return GEMM_PORTABLE_UNIT; }
-#endif
-DEFINE_UNIT(unit_f32, float, serial_f32)
-DEFINE_UNIT(unit_f64, double, serial_f64)
-
-/* 0 when the product stays one call. unit() is asked only for a product
- * big enough to split, so small programs never run the probe. */
-static int gemm_split_plan(int64_t m, int64_t n, int64_t k, disp__mat c, int64_t (*unit)(void),
-                           gemm_plan *p) {
+/* 0 when the product stays one call. Depends on the shape only: never on
+ * the thread setting, the layouts or the calling context. The longer of
+ * C's two dimensions is cut, so each call repeats the packing of the
+ * smaller operand (x in x @ W^T when the batch is the shorter side). */
+static int gemm_split_plan(int64_t m, int64_t n, int64_t k, gemm_plan *p) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  p->cols = n > 1 && m > 1 && c.rs == 1 && c.cs >= m;
+  p->cols = n > m;
   p->len = p->cols ? n : m;
+  p->unit = GEMM_BLOCK_ALIGN;
   double work = (double)m * (double)n * (double)k; /* multiply-adds */
-  int64_t threads = disp_get_num_threads();
-  if (p->len < 2 || threads <= 1 || work < 2.0 * GEMM_MIN_WORK || disp__in_parallel_region()) return 0;
-  if ((p->unit = unit()) <= 0) return 0;
-  int64_t units = (p->len + p->unit - 1) / p->unit;
-  double most = work / GEMM_MIN_WORK;
-  p->parts = threads < units ? threads : units;
-  if ((double)p->parts > most) p->parts = (int64_t)most;
-  return p->parts > 1;
+  int64_t units = p->len / p->unit;
+  if (units < 2 || work < 2.0 * GEMM_MIN_WORK) return 0;
+  p->parts = units >= GEMM_MAX_PARTS && work >= (double)GEMM_MAX_PARTS * GEMM_WIDE_WORK ? GEMM_MAX_PARTS : 2;
+  return 1;
 }
 
 /* The first row (column) of block i; block parts ends at len. */
@@ -360,7 +333,7 @@ static int64_t gemm_block_start(const gemm_plan *p, int64_t i) {
   return r < p->len ? r : p->len;
 }
 
-#define DEFINE_SPLIT(NAME, T, SERIAL, UNIT)                                                       \
+#define DEFINE_SPLIT(NAME, T, SERIAL)                                                             \
   typedef struct NAME##_job {                                                                     \
     int64_t m, n, k;                                                                              \
     T alpha, beta;                                                                                \
@@ -387,19 +360,19 @@ static int64_t gemm_block_start(const gemm_plan *p, int64_t i) {
   static disp_status NAME(int64_t m, int64_t n, int64_t k, T alpha, disp__mat a, disp__mat b,     \
                           T beta, disp__mat c) {                                                  \
     NAME##_job j = {m, n, k, alpha, beta, a, b, c, {0, 0, 0, 0}, 0};                              \
-    if (!gemm_split_plan(m, n, k, c, UNIT, &j.plan)) return SERIAL(m, n, k, alpha, a, b, beta, c); \
+    if (!gemm_split_plan(m, n, k, &j.plan)) return SERIAL(m, n, k, alpha, a, b, beta, c);      \
+    /* one block per thread at most: inline at one thread or inside a region */                   \
     disp__parallel_for(0, j.plan.parts, 1, NAME##_block, &j);                                     \
     /* a block's only failure is memory; the message set on this thread */                       \
     return atomic_load(&j.status) == DISP_OK ? DISP_OK : oom();                                   \
   }
-DEFINE_SPLIT(split_f32, float, serial_f32, unit_f32)
-DEFINE_SPLIT(split_f64, double, serial_f64, unit_f64)
+DEFINE_SPLIT(split_f32, float, serial_f32)
+DEFINE_SPLIT(split_f64, double, serial_f64)
 
-int disp__gemm_blocks(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp__mat c, int64_t *starts,
-                      int max) {
+int disp__gemm_blocks(disp_dtype dt, int64_t m, int64_t n, int64_t k, int64_t *starts, int max) {
   gemm_plan p;
   if (dt != DISP_DTYPE_FLOAT32 && dt != DISP_DTYPE_FLOAT64) return 0;
-  if (!gemm_split_plan(m, n, k, c, dt == DISP_DTYPE_FLOAT32 ? unit_f32 : unit_f64, &p)) {
+  if (!gemm_split_plan(m, n, k, &p)) {
     if (max > 0) starts[0] = 0;
     return 1;
   }
@@ -421,7 +394,7 @@ int disp__gemm_blocks(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp__mat 
  * first where C is large and k short (32x32x16: 0.93x the time), since each
  * element of C costs a reduction of its own there. The choice depends on
  * the whole product's shape and layout only (never on a block of a split
- * product: serial_f32 and the unit probe never take it, and such products
+ * product: serial_f32 never takes it, and such products
  * are far below a split), so results do not depend on the thread count; a
  * forced portable kernel wins. addmm hands such a product its bias where it
  * lies (disp__gemm_small_from): broadcasting the bias into C first cost

@@ -43,14 +43,13 @@ int disp__gemm_have_blas(void);
 
 /*
  * disp__gemm_blocks - how disp__gemm_f32 (dt FLOAT32) or _f64 (FLOAT64)
- * would split this product at the current thread setting (Note [Threaded
+ * would split this product (Note [Threaded
  * gemm] in gemm.c), for tests and benchmarks: stores the first row of each
- * block (of each column block when C is column-major) in starts, at most
+ * block (of each column block when n > m) in starts, at most
  * max of them, and returns the number of blocks (1: one call; 0: dt is
- * neither). May run the one-time unit probe. Thread-safe.
+ * neither). The same at every thread setting. Thread-safe.
  */
-int disp__gemm_blocks(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp__mat c, int64_t *starts,
-                      int max);
+int disp__gemm_blocks(disp_dtype dt, int64_t m, int64_t n, int64_t k, int64_t *starts, int max);
 
 /* Typed entries. No allocation failure is possible in f32/f64 except when
  * a layout must be packed; they return DISP_ERR_NO_MEMORY then. */
