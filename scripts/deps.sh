@@ -10,9 +10,10 @@ for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libslee
          dataset-fashion-mnist; do
   have_pkg "$p" || need="$need $p"
 done
-# clang (libFuzzer) and valgrind are for CI's fuzzing and the benchmarks.
+# clang (libFuzzer, and the clang builds of .ci/build_matrix.sh with libomp-dev's
+# OpenMP) and valgrind are for CI's fuzzing, build matrix and the benchmarks.
 if [ "${DISP_DEPS_FULL:-0}" = 1 ]; then
-  for p in clang valgrind; do have_pkg "$p" || need="$need $p"; done
+  for p in clang libomp-dev valgrind; do have_pkg "$p" || need="$need $p"; done
 fi
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ]; then

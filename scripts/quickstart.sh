@@ -4,6 +4,6 @@
 set -e
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISP_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
 ./build/bin/mlp --epochs 1

@@ -6,6 +6,6 @@ set -e
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
 dir=${BUILD_DIR:-build}
-cmake -S . -B "$dir" "$@" >/dev/null
+cmake -S . -B "$dir" -DDISP_WERROR=ON "$@" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 ctest --test-dir "$dir" --output-on-failure -j"$(nproc)"

@@ -751,7 +751,107 @@ TEST(owned_hooks_are_undone) {
   return teardown();
 }
 
+/* ---- issue 18, class 3: no fast path skips a device check ----------------- */
+
+/* A backend (PrivateUse3) whose hooks can be told to have no device, or to
+ * fail without a message (returning an error after clearing it). */
+static struct {
+  int count, silent;
+} quiet;
+static int quiet_count(void *ctx) { return (void)ctx, quiet.count; }
+static int quiet_get(void *ctx) { return (void)ctx, 0; } /* says 0 even with no device */
+static disp_status quiet_fail(void) {
+  disp_clear_error();
+  return DISP_ERR_KERNEL;
+}
+static disp_status quiet_set(int index, void *ctx) { return (void)index, (void)ctx, quiet.silent ? quiet_fail() : DISP_OK; }
+static disp_status quiet_sync(int index, void *ctx) { return (void)index, (void)ctx, quiet.silent ? quiet_fail() : DISP_OK; }
+static disp_status quiet_h2d(void *dst, disp_device dd, const void *src, size_t n, void *ctx) {
+  (void)dst, (void)dd, (void)src, (void)n, (void)ctx;
+  return quiet_fail();
+}
+static disp_status quiet_d2h(void *dst, const void *src, disp_device sd, size_t n, void *ctx) {
+  (void)dst, (void)sd, (void)src, (void)n, (void)ctx;
+  return quiet_fail();
+}
+static disp_status quiet_d2d(void *dst, disp_device dd, const void *src, disp_device sd, size_t n, void *ctx) {
+  (void)dst, (void)dd, (void)src, (void)sd, (void)n, (void)ctx;
+  return quiet_fail();
+}
+static const disp_device_hooks quiet_hooks = {quiet_count, quiet_get, quiet_set, quiet_sync,
+                                              quiet_h2d,   quiet_d2h, quiet_d2d, NULL};
+
+/* Every entry that takes a device with an index refuses one that does not
+ * exist, even when the hooks call it current; nothing is left half done. */
+TEST(a_device_that_does_not_exist_is_refused_on_every_path) {
+  disp_device pu3 = disp_device_make(DISP_BACKEND_PRIVATEUSE3, 0), prev = cpu;
+  quiet.count = 0, quiet.silent = 0;
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE3, &quiet_hooks));
+  disp_device_guard g;
+  ASSERT_STATUS(disp_device_guard_begin(&g, pu3), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "Device index out of range");
+  ASSERT_FALSE(g.active);
+  ASSERT_STATUS(disp_device_exchange(pu3, &prev), DISP_ERR_INVALID_ARG);
+  ASSERT_TRUE(prev.type == DISP_BACKEND_CPU); /* untouched */
+  ASSERT_STATUS(disp_device_set_current(pu3), DISP_ERR_INVALID_ARG);
+  ASSERT_STATUS(disp_device_synchronize(pu3), DISP_ERR_INVALID_ARG);
+  quiet.count = 1; /* now it exists: the same calls work */
+  ASSERT_OK(disp_device_guard_begin(&g, pu3));
+  ASSERT_OK(disp_device_guard_end(&g));
+  ASSERT_OK(disp_device_synchronize(pu3));
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE3, NULL));
+  return 0;
+}
+
+/* A hook that fails without a message: the error names the hook and the
+ * backend, for every hook the library calls. */
+TEST(a_hook_failing_silently_is_named) {
+  disp_device pu3 = disp_device_make(DISP_BACKEND_PRIVATEUSE3, 0), pu3b = disp_device_make(DISP_BACKEND_PRIVATEUSE3, 1);
+  quiet.count = 2, quiet.silent = 1;
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE3, &quiet_hooks));
+  char buf[4] = {0}, host[4] = {0};
+  ASSERT_STATUS(disp_device_set_current(pu3b), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "set_device hook");
+  ASSERT_CONTAINS(disp_last_error(), "PrivateUse3");
+  ASSERT_STATUS(disp_device_synchronize(pu3), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "synchronize hook");
+  ASSERT_STATUS(disp_device_copy(buf, pu3, host, cpu, 4), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "copy_h2d hook");
+  ASSERT_STATUS(disp_device_copy(host, cpu, buf, pu3, 4), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "copy_d2h hook");
+  ASSERT_STATUS(disp_device_copy(buf, pu3b, host, pu3, 4), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "copy_d2d hook");
+  disp_device_guard g;
+  ASSERT_STATUS(disp_device_guard_begin(&g, pu3b), DISP_ERR_KERNEL);
+  ASSERT_CONTAINS(disp_last_error(), "set_device hook");
+  ASSERT_FALSE(g.active);
+  ASSERT_OK(disp_device_hooks_register(DISP_BACKEND_PRIVATEUSE3, NULL));
+  return 0;
+}
+
+/* set_ with a storage of another device (type or index) is refused and the
+ * tensor keeps its storage. */
+TEST(set_storage_of_another_device_index_is_refused) {
+  if (setup()) return 1;
+  int64_t n = 4;
+  disp_tensor *t = NULL, *u = NULL;
+  ASSERT_OK(disp_tensor_empty(&n, 1, DISP_DTYPE_FLOAT32, dev0, &t));
+  ASSERT_OK(disp_tensor_empty(&n, 1, DISP_DTYPE_FLOAT32, dev1, &u));
+  disp_storage *mine = disp_tensor_storage(t);
+  ASSERT_STATUS(disp_tensor_set_storage(t, disp_tensor_storage(u), 0, &n, NULL, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "the devices must match");
+  ASSERT_TRUE(disp_tensor_storage(t) == mine);
+  disp_tensor *r = NULL;
+  ASSERT_TRUE(disp_aten_set__source_Tensor(t, u, &r) != DISP_OK);
+  ASSERT_TRUE(disp_tensor_storage(t) == mine);
+  disp_tensor_release(t), disp_tensor_release(u);
+  return teardown();
+}
+
 TEST_LIST = {
+    TEST_ENTRY(a_device_that_does_not_exist_is_refused_on_every_path),
+    TEST_ENTRY(a_hook_failing_silently_is_named),
+    TEST_ENTRY(set_storage_of_another_device_index_is_refused),
     TEST_ENTRY(hooks_register_replace_restore),
     TEST_ENTRY(guard_restores_previous_device),
     TEST_ENTRY(copies_go_through_the_hooks),

@@ -402,6 +402,73 @@ TEST(shutdown_unloads_and_env_autoloads) {
   return 0;
 }
 
+/* ---- Global slots as a stack of live owners (issue 18, class 1) ---------- */
+
+/* Whose allocator and hooks PrivateUse2 has: the ctx each plugin installed
+ * (compared as pointers, never read: its plugin may be gone), or the
+ * program's own (program_ctx). */
+static int slots_are(void *want) {
+  const disp_allocator *a = disp_allocator_get(DISP_BACKEND_PRIVATEUSE2);
+  const disp_device_hooks *h = disp_device_hooks_get(DISP_BACKEND_PRIVATEUSE2);
+  if (want == NULL) return a == NULL && h == NULL;
+  return a && h && a->ctx == want && h->ctx == want;
+}
+
+/* Every order of loading A and B and unloading them: after each step the
+ * newest live plugin's values are in force, else the program's own; a
+ * tensor allocated on the device then frees through a live allocator. */
+TEST(unload_in_any_order_restores_the_newest_live_owner) {
+  static char program_ctx[] = "program";
+  ASSERT_TRUE(setup() == 0);
+  for (int program_first = 0; program_first < 2; program_first++)
+    for (int a_first_out = 0; a_first_out < 2; a_first_out++) {
+      void *base = NULL;
+      if (program_first) {
+        disp_allocator mine = {host_alloc, plugin_heap_free, program_ctx, NULL};
+        ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE2, &mine));
+        ASSERT_TRUE(disp_allocator_get(DISP_BACKEND_PRIVATEUSE2)->ctx == program_ctx);
+      }
+      disp_plugin *pa = NULL, *pb = NULL;
+      ASSERT_OK(disp_plugin_load(PLUGIN("plugin_slots_a"), &pa));
+      void *a = disp_allocator_get(DISP_BACKEND_PRIVATEUSE2)->ctx;
+      ASSERT_TRUE(slots_are(a));
+      ASSERT_OK(disp_plugin_load(PLUGIN("plugin_slots_b"), &pb));
+      void *b = disp_allocator_get(DISP_BACKEND_PRIVATEUSE2)->ctx;
+      ASSERT_TRUE(a != b && slots_are(b));
+      ASSERT_OK(disp_plugin_unload(a_first_out ? pa : pb));
+      ASSERT_TRUE(slots_are(a_first_out ? b : a)); /* the survivor, never the one gone */
+      int64_t sz[1] = {16};
+      disp_tensor *t = NULL;
+      ASSERT_OK(disp_tensor_empty(sz, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_PRIVATEUSE2, 0), &t));
+      disp_tensor_release(t);
+      ASSERT_OK(disp_plugin_unload(a_first_out ? pb : pa));
+      const disp_allocator *left = disp_allocator_get(DISP_BACKEND_PRIVATEUSE2);
+      if (program_first) {
+        ASSERT_TRUE(left && left->ctx == program_ctx && disp_device_hooks_get(DISP_BACKEND_PRIVATEUSE2) == NULL);
+        ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE2, NULL));
+      }
+      ASSERT_TRUE(slots_are(base));
+    }
+  return 0;
+}
+
+/* A registration the program makes while a plugin's value is in force wins
+ * at once, and stays when the plugin goes. */
+TEST(program_registration_outlives_plugins_beneath_it) {
+  static char program_ctx[] = "program";
+  ASSERT_TRUE(setup() == 0);
+  disp_plugin *pa = NULL;
+  ASSERT_OK(disp_plugin_load(PLUGIN("plugin_slots_a"), &pa));
+  disp_allocator mine = {host_alloc, plugin_heap_free, program_ctx, NULL};
+  ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE2, &mine));
+  ASSERT_TRUE(disp_allocator_get(DISP_BACKEND_PRIVATEUSE2)->ctx == program_ctx);
+  ASSERT_OK(disp_plugin_unload(pa));
+  ASSERT_TRUE(disp_allocator_get(DISP_BACKEND_PRIVATEUSE2)->ctx == program_ctx);
+  ASSERT_TRUE(disp_device_hooks_get(DISP_BACKEND_PRIVATEUSE2) == NULL);
+  ASSERT_OK(disp_allocator_register(DISP_BACKEND_PRIVATEUSE2, NULL));
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(load_use_unload),
     TEST_ENTRY(reload_runs_static_blocks_and_init_again),
@@ -417,6 +484,8 @@ TEST_LIST = {
     TEST_ENTRY(second_copy_inside_the_plugin),
     TEST_ENTRY(loads_and_unloads_beside_another_thread_registering),
     TEST_ENTRY(shutdown_unloads_and_env_autoloads),
+    TEST_ENTRY(unload_in_any_order_restores_the_newest_live_owner),
+    TEST_ENTRY(program_registration_outlives_plugins_beneath_it),
     TEST_END,
 };
 

@@ -64,13 +64,15 @@ disp_status disp__device_hooks_lookup(disp_backend type, const disp_device_hooks
                     disp_device_type_name(type));
 }
 
-/* A hook failed: keep its own message, else word one. */
+/* A hook failed: keep its own message, else word one (also when the hook
+ * cleared the message or set an empty one). */
 disp_status disp__device_hook_failed(disp_status s, const char *hook, disp_device dev, uint64_t seq) {
   if (s == DISP_OK) s = DISP_ERR_KERNEL;
-  if (disp__error_seq != seq) return s;
+  if (disp__error_seq != seq && disp_last_error()[0]) return s;
   char d[48];
   disp_device_format(dev, d, sizeof d);
-  return disp__fail(s, "the %s hook of %s failed (%s)", hook, d, disp_status_name(s));
+  return disp__fail(s, "the %s hook of %s (%s backend) failed with %s and set no message", hook, d,
+                    disp_backend_name(dev.type), disp_status_name(s));
 }
 
 int disp_device_count(disp_backend type) {
@@ -93,7 +95,7 @@ disp_status disp_device_current(disp_backend type, disp_device *out) {
     *out = disp_device_make(type, 0);
     return DISP_OK;
   }
-  const disp_device_hooks *h;
+  const disp_device_hooks *h = NULL;
   disp_status s = disp__device_hooks_lookup(type, &h);
   if (s != DISP_OK) return s;
   uint64_t seq = disp__error_seq;
@@ -117,7 +119,7 @@ static disp_status check_index(const disp_device_hooks *h, disp_device dev) {
 disp_status disp_device_set_current(disp_device dev) {
   disp_status s = disp_device_validate(dev);
   if (s != DISP_OK || disp__device_is_host(dev.type) || dev.index < 0) return s;
-  const disp_device_hooks *h;
+  const disp_device_hooks *h = NULL;
   s = disp__device_hooks_lookup(dev.type, &h);
   if (s == DISP_OK) s = check_index(h, dev);
   if (s != DISP_OK) return s;
@@ -130,6 +132,14 @@ disp_status disp_device_exchange(disp_device dev, disp_device *prev) {
   DISP_REFUSE_NULL(prev);
   disp_status s = disp_device_validate(dev);
   if (s != DISP_OK) return s;
+  /* The index is checked even when it is the current one: a guard on a
+   * device that does not exist must fail at once, not at its end. */
+  if (!disp__device_is_host(dev.type) && dev.index >= 0) {
+    const disp_device_hooks *h = NULL;
+    s = disp__device_hooks_lookup(dev.type, &h);
+    if (s == DISP_OK) s = check_index(h, dev);
+    if (s != DISP_OK) return s;
+  }
   disp_device old;
   s = disp_device_current(dev.type, &old);
   if (s != DISP_OK) return s;
@@ -168,7 +178,7 @@ disp_status disp_device_guard_end(disp_device_guard *g) {
 disp_status disp_device_synchronize(disp_device dev) {
   disp_status s = disp_device_validate(dev);
   if (s != DISP_OK || disp__device_is_host(dev.type)) return s;
-  const disp_device_hooks *h;
+  const disp_device_hooks *h = NULL;
   s = disp__device_hooks_lookup(dev.type, &h);
   if (s == DISP_OK && dev.index < 0) s = disp_device_current(dev.type, &dev);
   if (s == DISP_OK) s = check_index(h, dev);

@@ -32,49 +32,69 @@ static void retire(disp__published *p, const void *old, disp_backend type) {
   p->retired = n;
 }
 
-typedef struct undo {
+/* One live registration of a value for a type. */
+struct disp__published_entry {
+  disp__published_entry *next;
   disp__published *p;
   disp_backend type;
-  const void *mine, *old;
-} undo;
+  const void *value; /* a node's value, or builtin(type) */
+  int owned;         /* taken off by its owner's undo, not by a later set */
+};
 
+/* What the newest live registration says, or the built-in value. */
+static const void *top_value(const disp__published *p, disp_backend type) {
+  return p->live[type] ? p->live[type]->value : builtin_of(p, type);
+}
+
+/* Unlinks e, retires its value and frees it. Precondition: p->lock held. */
+static void drop_entry(disp__published *p, disp__published_entry *e) {
+  for (disp__published_entry **q = &p->live[e->type]; *q; q = &(*q)->next)
+    if (*q == e) {
+      *q = e->next;
+      break;
+    }
+  retire(p, e->value, e->type);
+  free(e);
+}
+
+/* The owner's undo: its registration leaves the stack wherever it lies. */
 static void restore(void *ctx) {
-  undo *u = ctx;
-  disp__published *p = u->p;
+  disp__published_entry *e = ctx;
+  disp__published *p = e->p;
+  disp_backend type = e->type;
   pthread_mutex_lock(&p->lock);
-  if (atomic_load_explicit(&p->table[u->type], memory_order_relaxed) == u->mine) {
-    for (disp__published_node **n = &p->retired; *n; n = &(*n)->next)
-      if ((*n)->value == u->old) { /* published again: off the retired list */
-        *n = (*n)->next;
-        break;
-      }
-    atomic_store_explicit(&p->table[u->type], u->old, memory_order_release);
-    retire(p, u->mine, u->type);
-  }
+  drop_entry(p, e);
+  atomic_store_explicit(&p->table[type], top_value(p, type), memory_order_release);
   pthread_mutex_unlock(&p->lock);
-  free(u);
 }
 
 disp_status disp__published_set(disp__published *p, disp_backend type, const void *value, const char *what) {
   disp__published_node *node = NULL;
-  if (value) {
+  disp__published_entry *e = malloc(sizeof *e);
+  if (e && value) {
     node = malloc(sizeof *node + p->size);
-    if (!node) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering %s", what);
-    memcpy(node->value, value, p->size);
-    node->next = NULL;
+    if (node) {
+      memcpy(node->value, value, p->size);
+      node->next = NULL;
+    }
   }
+  int owned = disp__owner_current() != NULL;
   /* Recorded before the change, so running out of memory changes nothing. */
-  undo *u = disp__owner_current() ? malloc(sizeof *u) : NULL;
-  if ((disp__owner_current() && !u) || (u && disp__owner_defer(restore, u, NULL) != DISP_OK)) {
-    free(u);
+  if (!e || (value && !node) || (owned && disp__owner_defer(restore, e, NULL) != DISP_OK)) {
+    free(e);
     free(node);
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering %s", what);
   }
-  const void *fresh = node ? (const void *)node->value : builtin_of(p, type);
+  *e = (disp__published_entry){NULL, p, type, node ? (const void *)node->value : builtin_of(p, type), owned};
   pthread_mutex_lock(&p->lock);
-  const void *old = atomic_exchange_explicit(&p->table[type], fresh, memory_order_acq_rel);
-  if (u) *u = (undo){p, type, fresh, old};
-  retire(p, old, type);
+  if (!owned) /* the program's own earlier value is replaced for good */
+    for (disp__published_entry *q = p->live[type], *next; q; q = next) {
+      next = q->next;
+      if (!q->owned) drop_entry(p, q);
+    }
+  e->next = p->live[type];
+  p->live[type] = e;
+  atomic_store_explicit(&p->table[type], e->value, memory_order_release);
   pthread_mutex_unlock(&p->lock);
   return DISP_OK;
 }

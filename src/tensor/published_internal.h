@@ -7,9 +7,16 @@
  * an immutable heap node and swaps a pointer to it in with a release store
  * under the mutex; readers take it with one acquire load. A replaced node is
  * kept on a retired list, never freed, because a reader may still be
- * calling through it. A registration made while a plugin loads records an
- * undo on its owner (Note [Owners]): when the plugin goes, what it replaced
- * comes back, unless someone replaced the plugin's value since.
+ * calling through it.
+ *
+ * Registrations per type form a stack of live owners, newest first: a
+ * registration made while a plugin loads is owned (Note [Owners]) and is
+ * taken off the stack, wherever it lies, when that plugin goes; the value
+ * in force is always the newest live registration's (or the built-in one).
+ * Unloading plugins in any order therefore never brings back a value of a
+ * plugin already gone (B's undo used to restore the A it had replaced,
+ * after A was unloaded). A registration made outside any plugin stays until
+ * the next one made outside any plugin replaces it.
  */
 #ifndef DISP_TENSOR_PUBLISHED_INTERNAL_H
 #define DISP_TENSOR_PUBLISHED_INTERNAL_H
@@ -22,11 +29,13 @@
 #include "disp/status.h"
 
 typedef struct disp__published_node disp__published_node;
+typedef struct disp__published_entry disp__published_entry;
 
 typedef struct disp__published {
   pthread_mutex_t lock;
   _Atomic(const void *) table[DISP_NUM_BACKENDS];
   disp__published_node *retired;        /* guarded by lock */
+  disp__published_entry *live[DISP_NUM_BACKENDS]; /* registrations, newest first; guarded by lock */
   size_t size;                          /* bytes of one value */
   const void *(*builtin)(disp_backend); /* what NULL restores (may be NULL: nothing) */
 } disp__published;

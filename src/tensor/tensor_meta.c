@@ -12,6 +12,7 @@
 
 #include "disp/backend.h"
 #include "argcheck_internal.h"
+#include "device_internal.h"
 #include "tensor_internal.h"
 
 /* The shape is valid and, from `offset`, within `st` (PyTorch's
@@ -40,8 +41,12 @@ disp_status disp_tensor_set_sizes_strides(disp_tensor *t, const int64_t *sizes, 
   return s;
 }
 
+/* Type and index (1.13 compares whole devices): a storage on npu:1 under a
+ * tensor on npu:0 would send its kernels to the wrong device. */
 static disp_status check_same_device(const disp_tensor *t, const disp_storage *st) {
-  if (st->device.type == t->device.type) return DISP_OK;
+  if (st->device.type == t->device.type &&
+      (st->device.index == t->device.index || disp__device_is_host(t->device.type)))
+    return DISP_OK;
   char a[48], b[48];
   disp_device_format(t->device, a, sizeof a);
   disp_device_format(st->device, b, sizeof b);
