@@ -10,6 +10,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <disp.h>
 #include <disp/aten.h>
@@ -244,7 +245,78 @@ TEST(missing_file) {
 }
 
 TEST(not_a_shared_object) {
-  return refused(TEST_SOURCE, DISP_ERR_PLUGIN, "plugin 'test_plugin' (" TEST_SOURCE "): " TEST_SOURCE ": ");
+  return refused(TEST_SOURCE, DISP_ERR_PLUGIN, "plugin 'test_plugin' (" TEST_SOURCE "): not an ELF shared object");
+}
+
+/* ---- files that are not well-formed plugins (issue 18, class 2) ---------- */
+
+/* Writes the first n bytes of the file at from (or text when from is NULL)
+ * to a temporary file; with flip >= 0, byte flip is changed. */
+static int write_variant(const char *to, const char *from, long n, const char *text, long flip) {
+  FILE *out = fopen(to, "wb");
+  if (!out) return -1;
+  if (from) {
+    FILE *in = fopen(from, "rb");
+    if (!in) return fclose(out), -1;
+    for (long i = 0; i < n; i++) {
+      int c = fgetc(in);
+      if (c == EOF) break;
+      fputc(i == flip ? c ^ 3 : c, out);
+    }
+    fclose(in);
+  } else {
+    fputs(text, out);
+  }
+  return fclose(out);
+}
+
+static long file_size(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+/* Every malformed file is refused before dlopen maps it, naming the cause;
+ * a truncated copy of a real plugin is cut at many lengths (any one of
+ * them used to die of SIGBUS inside dlopen). */
+TEST(malformed_files_are_refused_before_running_anything) {
+  char path[] = "/tmp/disp_bad_pluginXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  const char *good = PLUGIN("plugin_good");
+  long size = file_size(good);
+  ASSERT_TRUE(size > 4096);
+  struct {
+    long n;
+    const char *text;
+    long flip;
+    const char *cause;
+  } cases[] = {
+      {0, "", -1, "not an ELF shared object"},
+      {0, "#!/bin/sh\n# a shell script long enough to hold an ELF header, and no plugin at all\n", -1,
+       "not an ELF shared object (no ELF magic)"},
+      {size, NULL, 4, "another class"},         /* EI_CLASS */
+      {size, NULL, 16, "not a shared object"},  /* e_type */
+      {size, NULL, 18, "another machine"},      /* e_machine */
+      {40, NULL, -1, "shorter than an ELF header"},
+      {100, NULL, -1, "program headers lie past the end"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ASSERT_EQ_INT(write_variant(path, cases[i].text ? NULL : good, cases[i].n, cases[i].text, cases[i].flip), 0);
+    if (refused(path, DISP_ERR_PLUGIN, cases[i].cause)) return 1;
+  }
+  for (long cut = 512; cut < size; cut += size / 23 + 1) {
+    ASSERT_EQ_INT(write_variant(path, good, cut, NULL, -1), 0);
+    if (refused(path, DISP_ERR_PLUGIN, "truncated")) return 1;
+  }
+  unlink(path);
+  if (refused("/tmp", DISP_ERR_PLUGIN, "it is a directory")) return 1;
+  if (refused("", DISP_ERR_PLUGIN, "the path is empty")) return 1;
+  return refused(PLUGIN("plugin_data_entry"), DISP_ERR_PLUGIN, "disp_plugin_init is not a function");
 }
 
 TEST(missing_entry_point) {
@@ -476,6 +548,7 @@ TEST_LIST = {
     TEST_ENTRY(loading_the_same_file_twice_is_refused),
     TEST_ENTRY(missing_file),
     TEST_ENTRY(not_a_shared_object),
+    TEST_ENTRY(malformed_files_are_refused_before_running_anything),
     TEST_ENTRY(missing_entry_point),
     TEST_ENTRY(abi_mismatch_is_refused_before_any_registration),
     TEST_ENTRY(init_failing_half_way_is_rolled_back),

@@ -119,6 +119,11 @@ static disp_status check(const disp_plugin *p, void *h, int copies_before, disp_
     return plugin_fail(p, DISP_ERR_PLUGIN,
                        "missing entry point %s; define it with DISP_PLUGIN(self) from disp/plugin.h",
                        DISP_PLUGIN_INIT_SYMBOL);
+  if (!disp__plugin_symbol_is_function(*(void **)init))
+    return plugin_fail(p, DISP_ERR_PLUGIN,
+                       "its %s is not a function (a data object has that name); define the entry point "
+                       "with DISP_PLUGIN(self) from disp/plugin.h",
+                       DISP_PLUGIN_INIT_SYMBOL);
   const unsigned *abi = dlsym(h, DISP_PLUGIN_ABI_SYMBOL);
   if (!abi)
     return plugin_fail(p, DISP_ERR_PLUGIN,
@@ -158,6 +163,9 @@ static disp_status roll_back(disp_plugin *p, void *h, disp_status st) {
 
 /* Precondition: g_lock held; p's owner current. */
 static disp_status load_locked(disp_plugin *p) {
+  char cause[160];
+  if (disp__plugin_file_check(p->path, cause, sizeof cause) != 0)
+    return plugin_fail(p, DISP_ERR_PLUGIN, "%s", cause);
   char ignored[8];
   int copies_before = disp__single_copy_find_other(ignored, sizeof ignored);
   disp__library_load_begin();

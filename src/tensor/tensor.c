@@ -162,7 +162,7 @@ disp_status disp__tensor_set_sizes_strides(disp_tensor *t, const int64_t *sizes,
   if (strides && ndim > 0)
     memcpy(new_strides, strides, (size_t)ndim * sizeof *strides);
   else
-    disp__tensor_contiguous_strides(new_sizes, ndim, new_strides);
+    disp__tensor_contiguous_strides(sizes, ndim, new_strides); /* read before any write to t */
 
   int64_t *heap = NULL;
   if (ndim > DISP__TENSOR_INLINE_DIMS) {
