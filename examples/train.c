@@ -19,7 +19,8 @@ static double now_s(void) {
 static int usage(const char *prog, const train_flags *d) {
   fprintf(stderr,
           "usage: %s [--epochs N] [--batch N] [--lr X] [--seed N] [--data DIR] [--threads N]\n"
-          "       [--device cpu|NAME] [--steps N] [--loss-every N]\n"
+          "       [--device cpu|NAME] [--plugin X.so]... [--steps N] [--loss-every N]\n"
+          "  DISP_PLUGINS=a.so:b.so in the environment loads plugins too\n"
           "  defaults: --epochs %d --batch %lld --lr %g --seed %llu --data %s --device %s\n",
           prog, d->epochs, (long long)d->batch, d->lr, (unsigned long long)d->seed, d->data, d->device);
   return 1;
@@ -27,7 +28,7 @@ static int usage(const char *prog, const train_flags *d) {
 
 int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f) {
   train_flags d = *f;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(prog, &d), 2;
@@ -41,13 +42,19 @@ int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f) {
     else if (!strcmp(a, "--device")) f->device = v, end = (char *)v + strlen(v);
     else if (!strcmp(a, "--steps")) f->steps = strtoll(v, &end, 10);
     else if (!strcmp(a, "--loss-every")) f->loss_every = strtoll(v, &end, 10);
-    else return usage(prog, &d);
+    else if (!strcmp(a, "--plugin")) {
+      disp_plugin *p = NULL;
+      if (disp_plugin_load(v, &p) != DISP_OK) {
+        fprintf(stderr, "%s: %s\n", prog, disp_last_error());
+        return 1;
+      }
+      end = (char *)v + strlen(v);
+    } else return usage(prog, &d);
     if (!end || *end || f->epochs < 0 || f->batch <= 0 || !(f->lr > 0) || f->threads < 0 || f->steps < 0 ||
         f->loss_every < 0) {
       fprintf(stderr, "%s: bad value '%s' for %s\n", prog, v, a);
       return 1;
     }
-    i++;
   }
   return 0;
 }

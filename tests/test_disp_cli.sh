@@ -140,5 +140,21 @@ cmp -s "$tmp/want_ops.txt" "$tmp/got_ops.txt"; check ops_all_120_schemas_verbati
 "$disp" ops --backend PrivateUse1 --required | grep -q '^aten::empty.memory_format('; check ops_required_has_empty $?
 "$disp" ops --backend CPU --missing | grep -q '^aten::_copy_from('; check ops_missing_cpu_copy_from $?
 
+# Issue 18, class 6: every refused invocation exits 2 with a message on
+# stderr (a ninth --device used to exit 2 silently).
+refused() { # name, args...
+  name=$1; shift
+  "$disp" "$@" >/dev/null 2>"$tmp/err"; rc=$?
+  [ "$rc" -eq 2 ] && [ -s "$tmp/err" ]; check "$name" $?
+}
+refused test_ninth_device test --device cpu --device cpu --device cpu --device cpu --device cpu --device cpu \
+  --device cpu --device cpu --device cpu
+grep -q "at most 8 devices" "$tmp/err"; check test_ninth_device_names_the_limit $?
+refused test_device_without_value test --device
+refused test_bad_device test --device nosuchdevice
+refused test_unknown_option test --bogus
+refused unknown_command no-such-command
+refused plugin_without_value ops --plugin
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -474,6 +474,22 @@ TEST(shutdown_unloads_and_env_autoloads) {
   return 0;
 }
 
+/* The implicit initialisation (a first call without disp_init) loads
+ * DISP_PLUGINS too, as a program that never calls disp_init expects. */
+TEST(implicit_init_loads_env_plugins) {
+  ASSERT_TRUE(setup() == 0);
+  disp_shutdown();
+  setenv("DISP_PLUGINS", PLUGIN("plugin_good"), 1);
+  const disp_op *op = NULL;
+  disp_status st = disp_op_find("plugtest::f", &op); /* the first use */
+  unsetenv("DISP_PLUGINS");
+  ASSERT_OK(st);
+  disp_plugin *found = NULL;
+  ASSERT_OK(disp_plugin_find("plugin_good", &found));
+  disp_shutdown();
+  return 0;
+}
+
 /* ---- Global slots as a stack of live owners (issue 18, class 1) ---------- */
 
 /* Whose allocator and hooks PrivateUse2 has: the ctx each plugin installed
@@ -557,6 +573,7 @@ TEST_LIST = {
     TEST_ENTRY(second_copy_inside_the_plugin),
     TEST_ENTRY(loads_and_unloads_beside_another_thread_registering),
     TEST_ENTRY(shutdown_unloads_and_env_autoloads),
+    TEST_ENTRY(implicit_init_loads_env_plugins),
     TEST_ENTRY(unload_in_any_order_restores_the_newest_live_owner),
     TEST_ENTRY(program_registration_outlives_plugins_beneath_it),
     TEST_END,

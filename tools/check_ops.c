@@ -98,11 +98,13 @@ disp_status chk_push_arg(disp_stack *s, const chk_value *v, const chk_built *b, 
     case CHK_INT: case CHK_DTYPE: case CHK_LAYOUT: case CHK_MEMORY_FORMAT:
       return disp_stack_push_int(s, v->i);
     case CHK_INTS: return disp_stack_push_int_list(s, v->ints, v->nints);
-    case CHK_BOOLS: {
-      bool tmp[64];
-      size_t n = v->nints < 64 ? v->nints : 64;
-      for (size_t k = 0; k < n; k++) tmp[k] = v->ints[k] != 0;
-      return disp_stack_push_bool_list(s, tmp, n);
+    case CHK_BOOLS: { /* as many as the case lists: a fixed buffer would cut them silently */
+      bool *tmp = malloc(v->nints ? v->nints * sizeof *tmp : 1);
+      if (!tmp) return disp_set_error(DISP_ERR_NO_MEMORY, "check-ops: out of memory for a bool list");
+      for (size_t k = 0; k < v->nints; k++) tmp[k] = v->ints[k] != 0;
+      disp_status st = disp_stack_push_bool_list(s, tmp, v->nints);
+      free(tmp);
+      return st;
     }
     case CHK_FLOAT: return disp_stack_push_double(s, v->d);
     case CHK_BOOL: return disp_stack_push_bool(s, v->i != 0);

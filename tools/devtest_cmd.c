@@ -186,7 +186,12 @@ int disp_tool_test(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(test_usage, stdout); return 0; }
     if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-      if (r.ndev == MAX_DEVICES || disp_tool_parse_device("test", argv[++i], &r.devs[r.ndev++])) return 2;
+      if (r.ndev == MAX_DEVICES) {
+        fprintf(stderr, "disp test: too many --device options: at most %d devices in one run ('%s' is one more)\n",
+                MAX_DEVICES, argv[i + 1]);
+        return 2;
+      }
+      if (disp_tool_parse_device("test", argv[++i], &r.devs[r.ndev++])) return 2;
     } else if (!strcmp(argv[i], "--cases") && i + 1 < argc) r.cases = argv[++i];
     else if (!strcmp(argv[i], "--no-cases")) r.no_cases = 1;
     else if (!strcmp(argv[i], "--verbose")) r.verbose = 1;

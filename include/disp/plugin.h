@@ -44,7 +44,8 @@
  * code or memory is the plugin's (a storage from its allocator, a kernel's
  * user_data) is still alive.
  *
- * DISP_PLUGINS: disp_init() loads every path of the environment variable
+ * DISP_PLUGINS: the library's initialisation, explicit (disp_init()) or
+ * implicit (its first use), loads every path of the environment variable
  * DISP_PLUGINS, separated by ':', in order (PyTorch's backend autoload); a
  * plugin that fails is reported on the warning handler and in
  * disp_last_error(), once, and the others still load. disp_shutdown()

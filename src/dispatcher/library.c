@@ -371,6 +371,9 @@ void disp__ensure_init(void) {
   tls_draining = 0;
   atomic_store_explicit(&g_ready, 1, memory_order_release);
   pthread_mutex_unlock(&g_init_lock);
+  /* The implicit initialisation honours DISP_PLUGINS as disp_init() does
+   * (once per lifetime; a no-op inside a plugin's own load). */
+  disp__plugins_autoload();
 }
 
 void disp_init(void) {
