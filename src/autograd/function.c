@@ -24,7 +24,7 @@ struct disp_function_ctx {
   ag_saved_var *saved;
   disp_tensor **unpacked; /* backward: what disp_ctx_saved_tensors handed out */
   size_t nsaved;
-  disp_tensor *const *dirty, *const *nondiff; /* forward only, borrowed */
+  disp_tensor **dirty, **nondiff; /* forward only: copies of the caller's arrays, tensors borrowed */
   size_t ndirty, nnondiff;
   ag_geom *out_geom;
   void *data;
@@ -44,6 +44,7 @@ static void ctx_free(disp_function_ctx *c) {
   release_unpacked(c);
   for (size_t i = 0; c->out_geom && i < c->n_outputs; i++) disp__geom_clear(&c->out_geom[i]);
   if (c->destroy) c->destroy(c->data);
+  free(c->dirty), free(c->nondiff);
   free(c->to_save), free(c->saved), free(c->unpacked), free(c->out_geom);
   free(c);
 }
@@ -137,12 +138,26 @@ int disp_ctx_needs_input_grad(const disp_function_ctx *ctx, size_t i) {
   return ctx && ctx->node && i < ctx->n_inputs && ctx->node->next[i].fn != NULL;
 }
 
+/* The caller's array is copied: it may be a local of forward's that is gone
+ * (or reused) by the time apply reads the marks. A later call replaces. */
+static disp_status copy_marks(disp_tensor ***to, size_t *nto, disp_tensor *const *tensors, size_t n,
+                              const char *what) {
+  disp_tensor **copy = NULL;
+  if (n) {
+    copy = malloc(n * sizeof *copy);
+    if (!copy) return disp__fail(DISP_ERR_NO_MEMORY, "%s: out of memory", what);
+    memcpy(copy, tensors, n * sizeof *copy);
+  }
+  free(*to);
+  *to = copy, *nto = n;
+  return DISP_OK;
+}
+
 disp_status disp_ctx_mark_dirty(disp_function_ctx *ctx, disp_tensor *const *tensors, size_t n) {
   DISP_REFUSE_NULL(ctx);
   DISP_REFUSE_NULL_ARRAY(tensors, n);
   if (!ctx->in_forward) return disp__fail(DISP_ERR_INVALID_ARG, "mark_dirty can only be called from forward");
-  ctx->dirty = tensors, ctx->ndirty = n;
-  return DISP_OK;
+  return copy_marks(&ctx->dirty, &ctx->ndirty, tensors, n, "mark_dirty");
 }
 
 disp_status disp_ctx_mark_non_differentiable(disp_function_ctx *ctx, disp_tensor *const *tensors, size_t n) {
@@ -150,8 +165,7 @@ disp_status disp_ctx_mark_non_differentiable(disp_function_ctx *ctx, disp_tensor
   DISP_REFUSE_NULL_ARRAY(tensors, n);
   if (!ctx->in_forward)
     return disp__fail(DISP_ERR_INVALID_ARG, "mark_non_differentiable can only be called from forward");
-  ctx->nondiff = tensors, ctx->nnondiff = n;
-  return DISP_OK;
+  return copy_marks(&ctx->nondiff, &ctx->nnondiff, tensors, n, "mark_non_differentiable");
 }
 
 void disp_ctx_set_materialize_grads(disp_function_ctx *ctx, int materialize) {
@@ -277,6 +291,7 @@ disp_status disp_function_apply(const disp_function_def *def, disp_tensor *const
   disp_tls_restore(g);
   if (st == DISP_OK) st = finish(c, inputs, n, outputs);
   c->in_forward = 0;
+  free(c->dirty), free(c->nondiff);
   c->dirty = c->nondiff = NULL, c->ndirty = c->nnondiff = 0;
   if (st != DISP_OK)
     for (size_t i = 0; i < nout; i++) disp_tensor_release(outputs[i]), outputs[i] = NULL;

@@ -173,5 +173,11 @@ int disp_tensor_retains_grad(const disp_tensor *t) {
 
 disp_status disp_tensor_detach_(disp_tensor *t) {
   DISP_REFUSE_NULL(t);
+  if (disp__view_is_tracked(t))
+    return disp__fail(DISP_ERR_INVALID_ARG,
+                      "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                      "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                      "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
+                      "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.");
   return disp__set_history(t, NULL, 0) ? DISP_ERR_NO_MEMORY : DISP_OK;
 }

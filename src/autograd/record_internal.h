@@ -47,6 +47,11 @@ disp_node *disp__formula_node_new(const ag_op_info *info, uint32_t num_next);
 disp_status disp__ag_fallback(const disp_op *op, disp_keyset ks, disp_stack *st, void *user_data);
 void disp__ag_install_fallback(void);
 
+/* The kernel to register on Autograd for a not-differentiable op: a
+ * hand-written check wrapping `passthrough` (manual.c: resize_, set_), or
+ * passthrough itself. */
+disp_fn disp__ag_manual_kernel(const char *op, disp_fn passthrough);
+
 /* Runs hooks of `list` watching gradient input watch_nr (-1: all) on *grad. */
 disp_status disp__hooks_run(ag_hook *list, int watch_nr, disp_tensor **grad);
 

@@ -86,7 +86,8 @@ void disp__aten_impl_autograd(disp_library *m) {
   for (size_t i = 0; i < disp__aten_autograd_passthrough_count; i++) {
     const disp__ag_passthrough *p = &disp__aten_autograd_passthroughs[i];
     if (is_not_differentiable(p->op))
-      disp_library_impl(m, p->op, disp_kernel_unboxed(p->fn, DISP_KERNEL_WITH_KEYSET), NULL);
+      disp_library_impl(m, p->op, disp_kernel_unboxed(disp__ag_manual_kernel(p->op, p->fn), DISP_KERNEL_WITH_KEYSET),
+                        NULL);
     else impl_formula(m, formula_for(p->op), p);
   }
   disp__ag_install_fallback();
