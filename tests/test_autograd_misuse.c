@@ -94,9 +94,118 @@ TEST(function_marks_are_copied) {
   return 0;
 }
 
+/* ---- hooks that change the hook list while hooks run -------------------- */
+
+typedef struct hook_state {
+  disp_tensor *t;  /* the tensor the hooks are on */
+  uint64_t self_id, other_id;
+  int calls, added_calls, mode; /* mode 0: remove self, 1: remove other, 2: add one */
+} hook_state;
+
+static disp_status added_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  (void)grad, (void)repl;
+  ((hook_state *)ctx)->added_calls++;
+  return DISP_OK;
+}
+
+static disp_status counting_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  (void)grad, (void)repl;
+  ((hook_state *)ctx)->added_calls += 100; /* "other": counted apart */
+  return DISP_OK;
+}
+
+static disp_status editing_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  (void)grad, (void)repl;
+  hook_state *h = ctx;
+  h->calls++;
+  if (h->mode == 0) return disp_tensor_remove_hook(h->t, h->self_id); /* one-shot */
+  if (h->mode == 1) return h->calls == 1 ? disp_tensor_remove_hook(h->t, h->other_id) : DISP_OK;
+  return disp_tensor_register_hook(h->t, added_hook, h, NULL, NULL);
+}
+
+/* sum(t * 1) backward: t gets a gradient, running its hooks (t a leaf, or
+ * a computed tensor whose hooks are its node's pre-hooks). */
+static int backward_through(disp_tensor *t) {
+  disp_tensor *y = NULL, *s = NULL;
+  ASSERT_OK(disp_aten_mul_Scalar(t, disp_scalar_int(1), &y));
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 1));
+  disp_tensor_release(s), disp_tensor_release(y);
+  return 0;
+}
+
+/* PyTorch's one-shot pattern and its relatives, on a leaf and on a
+ * computed tensor: a hook removes itself, removes the next hook, or adds
+ * one; nothing freed is touched (ASan), and the list is as the edits say. */
+TEST(hooks_may_edit_the_hook_list_while_they_run) {
+  for (int leaf = 0; leaf < 2; leaf++)
+    for (int mode = 0; mode < 3; mode++) {
+      disp_tensor *a = ones(3, 1), *t = NULL;
+      ASSERT_TRUE(a);
+      if (leaf) t = disp_tensor_retain(a);
+      else ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(2), &t));
+      hook_state h = {t, 0, 0, 0, 0, mode};
+      ASSERT_OK(disp_tensor_register_hook(t, editing_hook, &h, NULL, &h.self_id));
+      ASSERT_OK(disp_tensor_register_hook(t, counting_hook, &h, NULL, &h.other_id));
+      if (backward_through(t)) return 1;
+      if (backward_through(t)) return 1;
+      if (mode == 0) { /* ran once; the other ran both times */
+        ASSERT_EQ_INT(h.calls, 1);
+        ASSERT_EQ_INT(h.added_calls, 200);
+        ASSERT_STATUS(disp_tensor_remove_hook(t, h.self_id), DISP_ERR_INVALID_ARG); /* gone already */
+      } else if (mode == 1) { /* the other never ran */
+        ASSERT_EQ_INT(h.calls, 2);
+        ASSERT_EQ_INT(h.added_calls, 0);
+      } else { /* pass 1 adds A1 (not run), pass 2 runs A1 and adds A2 */
+        ASSERT_EQ_INT(h.calls, 2);
+        ASSERT_EQ_INT(h.added_calls, 200 + 1);
+      }
+      disp_tensor_release(t), disp_tensor_release(a);
+    }
+  return 0;
+}
+
+/* A hook's replacement must keep the gradient's size, dtype and device
+ * (1.13: "hook 'hook' has changed the size of value"). */
+static disp_status replacing_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  int how = *(int *)ctx;
+  if (how == 0) return disp_aten_to_dtype(grad, DISP_DTYPE_FLOAT64, false, false, -1, repl);
+  if (how == 1) {
+    int64_t sz[1] = {7};
+    disp_opt_device none = {0};
+    disp_opt_bool no = {0};
+    return disp_aten_ones((disp_int_list){sz, 1}, DISP_DTYPE_FLOAT32, -1, none, no, repl);
+  }
+  disp_opt_device meta = {DISP_BACKEND_META, -1, true};
+  return disp_aten_to_device(grad, meta, DISP_DTYPE_FLOAT32, false, false, -1, repl);
+}
+
+TEST(hook_replacements_keep_size_type_and_device) {
+  static const char *const want[3] = {"hook 'hook' has changed the type of value (was float32 got float64)",
+                                      "hook 'hook' has changed the size of value",
+                                      "hook 'hook' has changed the device of value (was cpu got meta)"};
+  for (int leaf = 0; leaf < 2; leaf++)
+    for (int how = 0; how < 3; how++) {
+      disp_tensor *a = ones(3, 1), *t = NULL, *y = NULL, *s = NULL;
+      ASSERT_TRUE(a);
+      if (leaf) t = disp_tensor_retain(a);
+      else ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(2), &t));
+      ASSERT_OK(disp_tensor_register_hook(t, replacing_hook, &how, NULL, NULL));
+      ASSERT_OK(disp_aten_mul_Scalar(t, disp_scalar_int(1), &y));
+      ASSERT_OK(disp_aten_sum(y, -1, &s));
+      ASSERT_TRUE(disp_autograd_backward(&s, 1, NULL, 0, 0) != DISP_OK);
+      ASSERT_CONTAINS(disp_last_error(), want[how]);
+      ASSERT_TRUE(disp_tensor_grad(a) == NULL); /* nothing accumulated */
+      disp_tensor_release(s), disp_tensor_release(y), disp_tensor_release(t), disp_tensor_release(a);
+    }
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(detach__of_a_view_is_refused),
     TEST_ENTRY(resize__and_set__of_tensors_that_require_grad_are_refused),
     TEST_ENTRY(function_marks_are_copied),
+    TEST_ENTRY(hooks_may_edit_the_hook_list_while_they_run),
+    TEST_ENTRY(hook_replacements_keep_size_type_and_device),
     TEST_END};
 TEST_MAIN()

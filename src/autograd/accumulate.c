@@ -53,7 +53,7 @@ static disp_status apply(disp_node *n, disp_tensor *const *grads, disp_tensor **
   disp_tensor *leaf = leaf_of(n), *g = disp_tensor_retain(grads[0]);
   if (!g) return DISP_OK;
   ag_meta *m = disp__meta_ensure(leaf);
-  disp_status st = m ? disp__hooks_run(m->leaf_hooks, -1, &g) : DISP_ERR_NO_MEMORY;
+  disp_status st = m ? disp__hooks_run(&m->leaf_hooks, -1, &g) : DISP_ERR_NO_MEMORY;
   /* The engine's buffer and this function hold the gradient when no hook replaced it. */
   if (st == DISP_OK && g) st = accumulate(leaf, m, g, g == grads[0] ? 2 : 1);
   disp_tensor_release(g);

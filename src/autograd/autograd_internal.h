@@ -55,6 +55,7 @@ typedef struct ag_hook {
   void *ctx;
   void (*destroy)(void *ctx);
   struct ag_weak *retain; /* non-NULL: a retain_grad hook for this tensor */
+  unsigned char dead;     /* removed while hooks ran: skipped, freed after the run */
 } ag_hook;
 
 /* The operations of one kind of node. */

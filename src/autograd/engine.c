@@ -186,7 +186,7 @@ static void pass_free(pass *p) {
 static disp_status run_pre_hooks(ag_task *t) {
   disp_node *n = t->node;
   for (uint32_t i = 0; i < n->num_inputs && n->pre_hooks; i++) {
-    disp_status st = disp__hooks_run(n->pre_hooks, (int)i, &t->buf[i]);
+    disp_status st = disp__hooks_run(&n->pre_hooks, (int)i, &t->buf[i]);
     if (st != DISP_OK) return st;
   }
   return DISP_OK;

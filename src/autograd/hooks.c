@@ -17,6 +17,18 @@
 
 static uint64_t next_hook_id = 1;
 
+/* How many hook runs are under way on this thread: while any is, a removed
+ * hook is only marked dead, so that a run walking the list (perhaps calling
+ * the very hook that removes itself, PyTorch's one-shot pattern) never
+ * steps on freed memory. The outermost run frees its list's dead hooks. */
+static _Thread_local int tls_runs;
+
+static void hook_free(ag_hook *h) {
+  if (h->destroy) h->destroy(h->ctx);
+  if (h->retain) disp__weak_release(h->retain);
+  free(h);
+}
+
 static ag_weak *weak_of(disp_tensor *t, ag_meta *m) {
   if (!m->weak) {
     m->weak = calloc(1, sizeof *m->weak);
@@ -61,13 +73,28 @@ disp_status disp_tensor_register_hook(disp_tensor *t, disp_grad_hook fn, void *c
 static int unlink_hook(ag_hook **head, uint64_t id) {
   for (; *head; head = &(*head)->next) {
     ag_hook *h = *head;
-    if (h->id != id || h->retain) continue;
-    *head = h->next;
-    if (h->destroy) h->destroy(h->ctx);
-    free(h);
+    if (h->id != id || h->retain || h->dead) continue;
+    if (tls_runs > 0) {
+      h->dead = 1;
+    } else {
+      *head = h->next;
+      hook_free(h);
+    }
     return 1;
   }
   return 0;
+}
+
+static void sweep_dead(ag_hook **head) {
+  while (*head) {
+    ag_hook *h = *head;
+    if (!h->dead) {
+      head = &h->next;
+      continue;
+    }
+    *head = h->next;
+    hook_free(h);
+  }
 }
 
 disp_status disp_tensor_remove_hook(disp_tensor *t, uint64_t id) {
@@ -111,12 +138,32 @@ static disp_status retain(ag_weak *w, disp_tensor *grad) {
   return DISP_OK;
 }
 
+/* 1.13's check_single_result: a hook may replace a gradient only with one
+ * of the same size, type and device. */
+static disp_status check_replacement(const disp_tensor *was, const disp_tensor *got) {
+  if (disp_tensor_dtype(was) != disp_tensor_dtype(got))
+    return disp__fail(DISP_ERR_INVALID_ARG, "hook 'hook' has changed the type of value (was %s got %s)",
+                      disp_dtype_name(disp_tensor_dtype(was)), disp_dtype_name(disp_tensor_dtype(got)));
+  if (!disp_device_equal(disp_tensor_device(was), disp_tensor_device(got))) {
+    char a[48], b[48];
+    disp_device_format(disp_tensor_device(was), a, sizeof a);
+    disp_device_format(disp_tensor_device(got), b, sizeof b);
+    return disp__fail(DISP_ERR_INVALID_ARG, "hook 'hook' has changed the device of value (was %s got %s)", a, b);
+  }
+  int nd = disp_tensor_ndim(was);
+  int same = nd == disp_tensor_ndim(got);
+  const int64_t *ws = disp_tensor_sizes(was), *gs = disp_tensor_sizes(got);
+  for (int d = 0; same && d < nd; d++) same = ws[d] == gs[d];
+  return same ? DISP_OK : disp__fail(DISP_ERR_INVALID_ARG, "hook 'hook' has changed the size of value");
+}
+
 /* Runs one hook on *grad (a reference the caller owns), replacing it. */
 static disp_status run_one(ag_hook *h, disp_tensor **grad) {
   if (h->retain) return retain(h->retain, *grad);
   if (!*grad) return DISP_OK;
   disp_tensor *repl = NULL;
   disp_status st = h->fn(*grad, &repl, h->ctx);
+  if (st == DISP_OK && repl) st = check_replacement(*grad, repl);
   if (st != DISP_OK) {
     disp_tensor_release(repl);
     return st;
@@ -128,12 +175,16 @@ static disp_status run_one(ag_hook *h, disp_tensor **grad) {
   return DISP_OK;
 }
 
-disp_status disp__hooks_run(ag_hook *list, int watch_nr, disp_tensor **grad) {
-  for (int pass = 0; pass < 2; pass++) /* tensor hooks, then retain_grad (1.13's order) */
-    for (ag_hook *h = list; h; h = h->next) {
-      if ((h->retain != NULL) != pass || (watch_nr >= 0 && h->output_nr != (uint32_t)watch_nr)) continue;
-      disp_status st = run_one(h, grad);
-      if (st != DISP_OK) return st;
+disp_status disp__hooks_run(ag_hook **head, int watch_nr, disp_tensor **grad) {
+  ag_hook *last = *head; /* hooks added by a hook wait for the next run */
+  while (last && last->next) last = last->next;
+  disp_status st = DISP_OK;
+  tls_runs++;
+  for (int pass = 0; pass < 2 && st == DISP_OK; pass++) /* tensor hooks, then retain_grad (1.13's order) */
+    for (ag_hook *h = last ? *head : NULL; h && st == DISP_OK; h = h == last ? NULL : h->next) {
+      if (h->dead || (h->retain != NULL) != pass || (watch_nr >= 0 && h->output_nr != (uint32_t)watch_nr)) continue;
+      st = run_one(h, grad);
     }
-  return DISP_OK;
+  if (--tls_runs == 0) sweep_dead(head);
+  return st;
 }

@@ -53,6 +53,10 @@ void disp__ag_install_fallback(void);
 disp_fn disp__ag_manual_kernel(const char *op, disp_fn passthrough);
 
 /* Runs hooks of `list` watching gradient input watch_nr (-1: all) on *grad. */
-disp_status disp__hooks_run(ag_hook *list, int watch_nr, disp_tensor **grad);
+/* The hooks registered when the run starts run in order; one may remove
+ * itself or any other (skipped from then on) or add one (it runs from the
+ * next pass on). A replacement gradient must keep the size, dtype and
+ * device of the one it replaces (1.13's check_single_result). */
+disp_status disp__hooks_run(ag_hook **head, int watch_nr, disp_tensor **grad);
 
 #endif
