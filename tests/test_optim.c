@@ -599,6 +599,73 @@ TEST(bad_gradients_update_nothing) {
   return 0;
 }
 
+/* Issue 18, class 5: a parameter resized or made non-contiguous after its
+ * state was made is refused at the step, naming the optimizer, the
+ * parameter and the change, before anything is updated. */
+TEST(parameters_changed_after_building_are_refused) {
+  for (int kind = 0; kind < 2; kind++)
+    for (int change = 0; change < 2; change++) {
+      disp_tensor *a = param3(), *b = param3(), *ps[2] = {a, b};
+      disp_optimizer *opt = NULL;
+      disp_adam_options ao = disp_adam_options_default();
+      disp_sgd_options so = disp_sgd_options_default();
+      so.lr = 0.1, so.momentum = 0.9;
+      if (kind) ASSERT_OK(disp_optim_sgd_new(ps, 2, &so, &opt));
+      else ASSERT_OK(disp_optim_adam_new(ps, 2, &ao, &opt));
+      ASSERT_TRUE(give_grad(a, 1.0f) && give_grad(b, 1.0f));
+      ASSERT_OK(disp_optim_step(opt)); /* the state exists now */
+      float a0 = ((float *)disp_tensor_data_ptr(a))[0];
+      int64_t five = 5, three = 3, two = 2;
+      if (change == 0) ASSERT_OK(disp_tensor_resize(b, &five, NULL, 1)); /* [5]: past the state */
+      else ASSERT_OK(disp_tensor_resize(b, &three, &two, 1));             /* every other element */
+      /* a gradient of b's new sizes, so only the parameter's change is wrong */
+      disp_tensor *g = NULL;
+      ASSERT_OK(disp_tensor_empty(change == 0 ? &five : &three, 1, DISP_DTYPE_FLOAT32,
+                                  disp_device_make(DISP_BACKEND_CPU, -1), &g));
+      for (int i = 0; i < (change == 0 ? 5 : 3); i++) ((float *)disp_tensor_data_ptr(g))[i] = 1.0f;
+      ASSERT_OK(disp_tensor_set_grad(b, g));
+      disp_tensor_release(g);
+      ASSERT_STATUS(disp_optim_step(opt), DISP_ERR_INVALID_ARG);
+      ASSERT_CONTAINS(disp_last_error(), kind ? "parameter 1 of this SGD optimizer changed"
+                                              : "parameter 1 of this Adam optimizer changed");
+      ASSERT_CONTAINS(disp_last_error(), change == 0 ? "its sizes are now [5], its state's [3]" : "non-contiguous");
+      ASSERT_TRUE(((float *)disp_tensor_data_ptr(a))[0] == a0); /* nothing updated */
+      disp_optim_free(opt);
+      disp_tensor_release(a), disp_tensor_release(b);
+    }
+  return 0;
+}
+
+/* Building is not quadratic in the parameters: 100,000 distinct ones (the
+ * pairwise duplicate check took 3.4 s; sorted, milliseconds), then a step. */
+TEST(many_parameters_build_linearly) {
+  enum { N = 100000 };
+  disp_tensor **ps = calloc(N, sizeof *ps);
+  ASSERT_TRUE(ps);
+  int64_t one = 1;
+  for (int i = 0; i < N; i++) {
+    ASSERT_OK(disp_tensor_empty(&one, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &ps[i]));
+    ((float *)disp_tensor_data_ptr(ps[i]))[0] = 1.0f;
+    ASSERT_OK(disp_tensor_set_requires_grad(ps[i], 1));
+  }
+  disp_sgd_options so = disp_sgd_options_default();
+  so.lr = 0.5;
+  disp_optimizer *opt = NULL;
+  ASSERT_OK(disp_optim_sgd_new(ps, N, &so, &opt));
+  ASSERT_EQ_INT(disp_optim_param_count(opt), N);
+  disp_tensor *g = NULL;
+  ASSERT_OK(disp_tensor_empty(&one, 1, DISP_DTYPE_FLOAT32, disp_device_make(DISP_BACKEND_CPU, -1), &g));
+  ((float *)disp_tensor_data_ptr(g))[0] = 1.0f;
+  ASSERT_OK(disp_tensor_set_grad(ps[N - 1], g));
+  ASSERT_OK(disp_optim_step(opt));
+  ASSERT_TRUE(((float *)disp_tensor_data_ptr(ps[N - 1]))[0] == 0.5f);
+  disp_tensor_release(g);
+  disp_optim_free(opt);
+  for (int i = 0; i < N; i++) disp_tensor_release(ps[i]);
+  free(ps);
+  return 0;
+}
+
 TEST(set_lr_and_null_arguments) {
   disp_tensor *a = param3();
   disp_sgd_options o = disp_sgd_options_default();
@@ -713,6 +780,8 @@ TEST_LIST = {
     TEST_ENTRY(zero_grad_both_ways),
     TEST_ENTRY(bad_gradients_update_nothing),
     TEST_ENTRY(set_lr_and_null_arguments),
+    TEST_ENTRY(parameters_changed_after_building_are_refused),
+    TEST_ENTRY(many_parameters_build_linearly),
     TEST_ENTRY(amsgrad_max_keeps_nan),
     TEST_ENTRY(trains_with_backward),
     TEST_END};
