@@ -182,8 +182,12 @@ static int g_kernel_runs;
 static disp_status count_boxed(const disp_op *op, disp_keyset ks, disp_stack *s, void *ud) {
   (void)op, (void)ks, (void)ud;
   g_kernel_runs++;
+  const disp_value *first = disp_stack_peek(s, 2); /* returns its tensor argument */
+  disp_tensor *a = first->tag == DISP_VALUE_TENSOR ? disp_tensor_retain(first->u.tensor) : NULL;
   disp_stack_drop(s, 3);
-  return disp_stack_push_none(s);
+  disp_status st = disp_stack_push_tensor(s, a);
+  disp_tensor_release(a);
+  return st;
 }
 
 static disp_status count_unboxed(disp_tensor *a, int32_t dtype, double f, disp_tensor **out) {

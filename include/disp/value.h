@@ -37,8 +37,12 @@
  *   | Storage                | disp_storage * (borrowed)       | -                |
  *
  * Returns, as trailing out-pointers (the kernel stores; the caller owns):
- *   Tensor / Tensor(a!) -> disp_tensor ** (a new reference; NULL for an
- *   undefined tensor), int -> int64_t *, float -> double *, bool -> bool *,
+ *   Tensor / Tensor(a!) -> disp_tensor ** (a new reference; never NULL
+ *   after DISP_OK, except where an output_mask argument leaves an unwanted
+ *   return undefined, as convolution_backward's: a kernel that returns
+ *   DISP_OK without the tensor fails the call with DISP_ERR_KERNEL naming
+ *   the operator and key; Tensor? may be NULL: None), int -> int64_t *,
+ *   float -> double *, bool -> bool *,
  *   Scalar -> disp_scalar *, Tensor[] -> disp_tensor_vec * (a new array of
  *   new references; free with disp_tensor_vec_free).
  *

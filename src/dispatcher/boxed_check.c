@@ -24,6 +24,7 @@
 #include "error_internal.h"
 #include "registry_internal.h"
 #include "boxed_check_internal.h"
+#include "returns_check_internal.h"
 #include "stack_internal.h"
 
 /* Why a value does not fit, for the message. */
@@ -159,7 +160,7 @@ disp_status disp__check_boxed_count(const disp_op *op, const disp_signature *sig
 }
 
 disp_status disp__check_boxed_returns(const disp_op *op, const disp_signature *sig, disp_stack *stack,
-                                      size_t base) {
+                                      size_t base, disp_keyset ks) {
   if (sig->varrets) return DISP_OK;
   size_t have = disp_stack_size(stack);
   if (have < base)
@@ -170,10 +171,14 @@ disp_status disp__check_boxed_returns(const disp_op *op, const disp_signature *s
                       op->name, have - base, have - base == 1 ? "" : "s", sig->nrets, sig->nrets == 1 ? "" : "s");
   for (int i = 0; i < sig->nrets; i++) {
     disp_ctype t = sig->rets[i];
-    /* A returned Tensor may be undefined (None), as value.h documents. */
+    /* A returned Tensor is undefined (None) only where output_mask allows it. */
     const disp_value *v = &stack->v[base + (size_t)i];
-    if (t == DISP_CT_TENSOR && (v->tag == DISP_VALUE_NONE || (v->tag == DISP_VALUE_TENSOR && v->u.tensor)))
+    if (t == DISP_CT_TENSOR && ((v->tag == DISP_VALUE_NONE && sig->undefined_rets_ok) ||
+                                (v->tag == DISP_VALUE_TENSOR && v->u.tensor)))
       continue; /* the common case, inline */
+    int optional = (sig->nullable_rets & (UINT64_C(1) << i)) != 0; /* Tensor? */
+    if (t == DISP_CT_TENSOR && !optional && (v->tag == DISP_VALUE_NONE || v->tag == DISP_VALUE_TENSOR))
+      return disp__no_tensor_returned(op, ks, 0, i);
     int nullable = t == DISP_CT_TENSOR || (sig->nullable_rets & (UINT64_C(1) << i)) != 0;
     misfit why;
     if (value_fits(t, nullable, 1, v, &why)) continue;

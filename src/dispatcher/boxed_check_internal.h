@@ -28,8 +28,10 @@ disp_status disp__check_boxed_some(const disp_op *op, const disp_signature *sig,
 
 /* Checks what a boxed kernel left above `base` (where its arguments
  * started): as many values as the schema has returns, each of its return's
- * type. DISP_ERR_KERNEL otherwise; reads only. */
+ * type, a Tensor return defined (unless sig->undefined_rets_ok). ks is the
+ * key set the kernel ran with (for the message). DISP_ERR_KERNEL
+ * otherwise; reads only. */
 disp_status disp__check_boxed_returns(const disp_op *op, const disp_signature *sig, disp_stack *stack,
-                                      size_t base);
+                                      size_t base, disp_keyset ks);
 
 #endif

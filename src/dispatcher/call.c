@@ -298,7 +298,7 @@ static disp_status run_boxed_kernel(const disp_op *op, disp_dispatch d, disp_sta
   int check = sig && !sig->varargs && disp_stack_size(stack) >= (size_t)sig->nargs;
   size_t base = check ? disp_stack_size(stack) - (size_t)sig->nargs : 0;
   disp_status st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
-  if (st == DISP_OK && check && (st = disp__check_boxed_returns(op, sig, stack, base)) != DISP_OK)
+  if (st == DISP_OK && check && (st = disp__check_boxed_returns(op, sig, stack, base, d.ks)) != DISP_OK)
     cleanup_after_error(stack, base);
   return st;
 }
@@ -489,7 +489,7 @@ static disp_status run_cvalues(const disp_op *op, const disp_signature *sig, dis
   /* Every argument passed the C check; only boxes that check does not vouch for are checked again. */
   if (st == DISP_OK && sig->box_unsure) st = disp__check_boxed_some(op, sig, stack->v, sig->box_unsure);
   if (st == DISP_OK) st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
-  if (st == DISP_OK) st = disp__check_boxed_returns(op, sig, stack, 0);
+  if (st == DISP_OK) st = disp__check_boxed_returns(op, sig, stack, 0, d.ks);
   if (st == DISP_OK) st = returns_to_outs(sig, stack, outs);
   disp__stack_give_back(stack);
   return st;
@@ -518,11 +518,10 @@ static disp_status tensors_into_boxed(const char *fn, const disp_op *op, const d
   disp_status st = DISP_OK;
   for (int i = 0; i < sig->nargs && st == DISP_OK; i++) st = disp_stack_push_tensor(stack, args[i].tensor);
   if (st == DISP_OK) st = d.kernel.boxed(op, d.ks, stack, d.kernel.user_data);
-  if (st == DISP_OK && stack->len != (size_t)sig->nrets) st = disp__check_boxed_returns(op, sig, stack, 0);
+  if (st == DISP_OK && stack->len != (size_t)sig->nrets) st = disp__check_boxed_returns(op, sig, stack, 0, d.ks);
   for (int i = 0; i < sig->nrets && st == DISP_OK; i++) {
     disp_value *v = &stack->v[i];
-    if (v->tag != DISP_VALUE_NONE && (v->tag != DISP_VALUE_TENSOR || !v->u.tensor))
-      st = disp__check_boxed_returns(op, sig, stack, 0);
+    if (v->tag != DISP_VALUE_TENSOR || !v->u.tensor) st = disp__check_boxed_returns(op, sig, stack, 0, d.ks);
   }
   if (st == DISP_OK) {
     for (int i = 0; i < sig->nrets; i++)

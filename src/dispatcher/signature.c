@@ -90,6 +90,8 @@ disp_status disp__signature_new(const disp_schema *schema, disp_signature **out)
   sig->supported = !schema->is_vararg && !schema->is_varret;
   sig->nargs = (int)schema->num_args;
   sig->nrets = (int)schema->num_rets;
+  for (int i = 0; i < sig->nargs; i++)
+    if (schema->args[i].name && !strcmp(schema->args[i].name, "output_mask")) sig->undefined_rets_ok = 1;
   for (int i = 0; i < sig->nargs; i++) {
     const disp_type *t = schema->args[i].type;
     disp_ctype c = classify(t);

@@ -95,6 +95,11 @@ typedef struct disp_signature {
    * `optional_elems` when its elements may be None (`Tensor?[]`). */
   uint64_t nullable_args, optional_elems;
   uint64_t nullable_rets;
+  /* 1 when a Tensor return may be undefined (None / NULL): only for an
+   * operator with an output_mask argument, whose unwanted returns 1.13
+   * leaves undefined (convolution_backward). Elsewhere a kernel that
+   * returns DISP_OK without the tensor has failed (boxed_check.c). */
+  int undefined_rets_ok;
   /* Bit i when a C argument that passed the C check (c_args_check.c) may
    * still box to a value the boxed check refuses: a Scalar of kind NONE, an
    * enum of -1, a Device without a value or a NULL Generator where the
