@@ -11,6 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 rows=()
+mkdir -p build-matrix
 failed=0
 for cc in gcc clang; do
   ver=$("$cc" --version | head -1)
@@ -24,7 +25,7 @@ for cc in gcc clang; do
       failed=1
       grep -E -m20 "error|warning" "$dir.log"
     fi
-    warnings=$(grep -c "warning:" "$dir.log")
+    warnings=$(grep -c "\[-W" "$dir.log") # warnings, and warnings made errors
     rows+=("$(printf '%-6s %-15s %-7s %6ss  warnings=%s  %s' "$cc" "$type" "$result" $(($(date +%s) - start)) \
                      "$warnings" "$ver")")
     # keep the gcc Release tree for the suite; the others only take disk
