@@ -11,17 +11,31 @@
  *       TEST_END};
  *   TEST_MAIN()
  *
- * `prog` runs every case; `prog NAME` runs only NAME. A case returns 0 when
- * it passes; a failing assertion prints file:line and the values and
- * returns 1 from the case (memory the case owns may leak then: only passing
- * runs need to be leak-free). The exit status is 1 when any case failed.
+ * `prog` runs every case; `prog NAME` runs only NAME; `prog --list` prints
+ * the names. A case returns 0 when it passes; a failing assertion prints
+ * file:line and the values and returns 1 from the case (memory the case
+ * owns may leak then: only passing runs need to be leak-free). The exit
+ * status is 1 when any case failed.
+ *
+ * Isolation: every case runs in a process of its own (fork), with a time
+ * limit (DISP_TEST_TIMEOUT seconds, default 300), so a case that crashes or
+ * hangs fails alone, with its name and the signal, and the others still run;
+ * no state passes from one case to the next, and LeakSanitizer checks each
+ * case's process when it exits. TEST_MAIN_WITH(setup, teardown) names
+ * fixtures run in each case's process around the case (not cases
+ * themselves). DISP_TEST_NO_FORK=1 runs the cases in this process, in
+ * order, for a debugger.
  */
 #ifndef DISP_TEST_H
 #define DISP_TEST_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <disp.h>
 
@@ -91,13 +105,66 @@ typedef struct test_case {
 
 #define ASSERT_OK(expr) ASSERT_STATUS(expr, DISP_OK)
 
-static inline int test_run_main_(const test_case *tests, int argc, char **argv) {
+typedef int (*test_fixture_fn)(void);
+
+/* The case with its fixtures, in the calling process; 0 when it passed. */
+static inline int test_run_case_(const test_case *t, test_fixture_fn setup, test_fixture_fn teardown) {
+  if (setup && setup() != 0) {
+    fprintf(stderr, "%s: the setup fixture failed\n", t->name);
+    return 1;
+  }
+  int rc = t->fn();
+  if (teardown && teardown() != 0) rc = 1;
+  return rc;
+}
+
+static inline unsigned test_timeout_(void) {
+  const char *s = getenv("DISP_TEST_TIMEOUT");
+  long v = s ? strtol(s, NULL, 10) : 0;
+  return v > 0 ? (unsigned)v : 300u;
+}
+
+/* The case in a child process with a time limit; 0 when it passed. A
+ * crash or a time-out is that case's failure, named with its signal. */
+static inline int test_run_forked_(const test_case *t, test_fixture_fn setup, test_fixture_fn teardown) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) return test_run_case_(t, setup, teardown); /* no process to spare: run here */
+  if (pid == 0) {
+    alarm(test_timeout_()); /* SIGALRM's default action ends the child */
+    int rc = test_run_case_(t, setup, teardown);
+    disp_shutdown(); /* everything freed before LeakSanitizer looks */
+    fflush(stdout);
+    exit(rc ? 1 : 0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status) != 0;
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (sig == SIGALRM)
+    fprintf(stderr, "%s: timed out after %u s (DISP_TEST_TIMEOUT)\n", t->name, test_timeout_());
+  else
+    fprintf(stderr, "%s: killed by signal %d (%s)\n", t->name, sig, strsignal(sig));
+  return 1;
+}
+
+static inline int test_run_main_(const test_case *tests, test_fixture_fn setup, test_fixture_fn teardown,
+                                 int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
+  if (only && !strcmp(only, "--list")) {
+    for (const test_case *t = tests; t->name; t++) puts(t->name);
+    return 0;
+  }
+  const char *nf = getenv("DISP_TEST_NO_FORK");
+  int fork_cases = !(nf && nf[0] == '1');
   int failed = 0, ran = 0;
   for (const test_case *t = tests; t->name; t++) {
     if (only && strcmp(only, t->name) != 0) continue;
     ran++;
-    if (t->fn() != 0) {
+    int rc = fork_cases ? test_run_forked_(t, setup, teardown) : test_run_case_(t, setup, teardown);
+    if (rc != 0) {
       failed++;
       fprintf(stderr, "FAIL %s\n", t->name);
     } else {
@@ -114,7 +181,8 @@ static inline int test_run_main_(const test_case *tests, int argc, char **argv) 
   return failed ? 1 : 0;
 }
 
-#define TEST_MAIN()                                                   \
-  int main(int argc, char **argv) { return test_run_main_(test_list_, argc, argv); }
+#define TEST_MAIN_WITH(setup, teardown) \
+  int main(int argc, char **argv) { return test_run_main_(test_list_, setup, teardown, argc, argv); }
+#define TEST_MAIN() TEST_MAIN_WITH(NULL, NULL)
 
 #endif /* DISP_TEST_H */

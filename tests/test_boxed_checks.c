@@ -645,13 +645,13 @@ TEST(values_holding_null_are_refused_and_released) {
   return 0;
 }
 
-TEST(setup_quiet_warnings) {
+/* Fixture, run in each case's process before the case. */
+static int setup_quiet_warnings(void) {
   disp_set_warning_handler(quiet, NULL);
   return 0;
 }
 
 TEST_LIST = {
-    TEST_ENTRY(setup_quiet_warnings),
     TEST_ENTRY(builtin_tensor_slot_rejects_none_int_and_lists),
     TEST_ENTRY(too_few_values_empty_the_stack),
     TEST_ENTRY(optionals_lists_and_scalars_follow_the_schema),
@@ -668,4 +668,4 @@ TEST_LIST = {
     TEST_ENTRY(integral_gemm_sums_wrap),
     TEST_END};
 
-TEST_MAIN()
+TEST_MAIN_WITH(setup_quiet_warnings, NULL)

@@ -749,7 +749,8 @@ TEST(stack_clear_releases_every_kind_of_value) {
   return 0;
 }
 
-TEST(cleanup_library) {
+/* Fixture, run in each case's process after the case. */
+static int cleanup_library(void) {
   disp_library_free(g_def);
   g_def = NULL;
   return 0;
@@ -773,7 +774,6 @@ TEST_LIST = {
     TEST_ENTRY(boxed_call_of_a_builtin_with_a_boxed_kernel),
     TEST_ENTRY(first_lookup_of_a_thread_is_a_boxed_call),
     TEST_ENTRY(stack_clear_releases_every_kind_of_value),
-    TEST_ENTRY(cleanup_library),
     TEST_END};
 
-TEST_MAIN()
+TEST_MAIN_WITH(NULL, cleanup_library)

@@ -218,16 +218,16 @@ TEST(user_callbacks_may_call_back_in) {
 
 static void quiet(const char *msg, void *ud) { (void)msg, (void)ud; }
 
-TEST(setup_quiet_warnings) {
+/* Fixture, run in each case's process before the case. */
+static int setup_quiet_warnings(void) {
   disp_set_warning_handler(quiet, NULL);
   return 0;
 }
 
-TEST_LIST = {TEST_ENTRY(setup_quiet_warnings),
-             TEST_ENTRY(retired_tables_are_freed_while_threads_call),
+TEST_LIST = {         TEST_ENTRY(retired_tables_are_freed_while_threads_call),
              TEST_ENTRY(exited_threads_do_not_hold_reclamation),
              TEST_ENTRY(fallback_changes_touch_no_table),
              TEST_ENTRY(user_callbacks_may_call_back_in),
              TEST_END};
 
-TEST_MAIN()
+TEST_MAIN_WITH(setup_quiet_warnings, NULL)

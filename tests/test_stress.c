@@ -127,11 +127,12 @@ TEST(calls_race_with_registration) {
 
 static void quiet(const char *msg, void *ud) { (void)msg, (void)ud; }
 
-TEST(setup_quiet_warnings) {
+/* Fixture, run in each case's process before the case. */
+static int setup_quiet_warnings(void) {
   disp_set_warning_handler(quiet, NULL);
   return 0;
 }
 
-TEST_LIST = {TEST_ENTRY(setup_quiet_warnings), TEST_ENTRY(calls_race_with_registration), TEST_END};
+TEST_LIST = {TEST_ENTRY(calls_race_with_registration), TEST_END};
 
-TEST_MAIN()
+TEST_MAIN_WITH(setup_quiet_warnings, NULL)

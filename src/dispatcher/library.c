@@ -353,6 +353,10 @@ void disp__ensure_init(void) {
   if (tls_draining) return;
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1;
+  /* Nothing drained here belongs to whoever is current (a plugin whose load
+   * is the library's first use, say): its unload must not take the
+   * built-in libraries with it. */
+  disp_owner *owner = disp__owner_swap(NULL);
   disp__single_copy_check();
   int refuse = disp__is_second_copy(); /* Note [A second copy] */
   if (!disp__registry.initialized && !refuse) {
@@ -374,6 +378,7 @@ void disp__ensure_init(void) {
   /* The implicit initialisation honours DISP_PLUGINS as disp_init() does
    * (once per lifetime; a no-op inside a plugin's own load). */
   disp__plugins_autoload();
+  disp__owner_swap(owner);
 }
 
 void disp_init(void) {
