@@ -91,7 +91,9 @@ typedef disp_status (*disp_plugin_init_fn)(disp_plugin *self);
  * disp_plugin_load - loads the plugin at `path` (as dlopen finds it),
  * checks it, runs its static blocks and its init (Note [Plugin entry
  * point]). On success *out receives a handle the library owns, valid until
- * disp_shutdown() (after disp_plugin_unload too, for its name and path).
+ * disp_shutdown() (after disp_plugin_unload too, for its name and path);
+ * loading the same path again after an unload returns that same handle,
+ * so load/unload cycles hold memory bounded.
  * Errors, each leaving the registry, allocators and device names as they
  * were, with "plugin '<name>' (<path>): <cause>":
  *   DISP_ERR_PLUGIN  not a shared object or no such file (dlerror()'s text),

@@ -189,6 +189,13 @@ static disp_status load_locked(disp_plugin *p) {
   return DISP_OK;
 }
 
+/* Precondition: g_lock held. An unloaded handle of this path, or NULL. */
+static disp_plugin *unloaded_handle(const char *path) {
+  for (disp_plugin *q = g_plugins; q; q = q->next)
+    if (!q->handle && !strcmp(q->path, path)) return q;
+  return NULL;
+}
+
 disp_status disp_plugin_load(const char *path, disp_plugin **out) {
   DISP_REFUSE_NULL(path);
   DISP_REFUSE_NULL(out);
@@ -198,21 +205,27 @@ disp_status disp_plugin_load(const char *path, disp_plugin **out) {
                       "plugin (%s): disp_plugin_load was called while another plugin loads (from "
                       "its init or a static block); load plugins one after the other",
                       path);
-  disp_plugin *p = plugin_new(path);
-  if (!p) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory loading plugin %s", path);
   pthread_mutex_lock(&g_lock);
+  /* Handles live until disp_shutdown (a program may ask an unloaded one its
+   * name), so a file loaded again gets its old handle back: load/unload
+   * cycles hold memory bounded (issue 18). */
+  disp_plugin *p = unloaded_handle(path), *fresh = NULL;
+  if (!p && !(p = fresh = plugin_new(path))) {
+    pthread_mutex_unlock(&g_lock);
+    return disp__fail(DISP_ERR_NO_MEMORY, "out of memory loading plugin %s", path);
+  }
   tls_loading = 1;
   disp_owner *prev = disp__owner_swap(p->owner);
   disp_status st = load_locked(p);
   disp__owner_swap(prev);
   tls_loading = 0;
-  if (st == DISP_OK) {
+  if (st == DISP_OK && fresh) {
     p->next = g_plugins;
     g_plugins = p;
   }
   pthread_mutex_unlock(&g_lock);
   if (st != DISP_OK) {
-    plugin_free(p);
+    plugin_free(fresh);
     return st;
   }
   *out = p;

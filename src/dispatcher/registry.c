@@ -301,6 +301,37 @@ static disp_status check_kernel_schema(const disp_op *op, const disp_schema *def
   return st;
 }
 
+/* Two schemas that print the same and compare equal. */
+static int same_schema(const disp_schema *a, const disp_schema *b) {
+  if (strcmp(disp_schema_qualified_name(a), disp_schema_qualified_name(b)) || !disp__schema_equal(a, b, NULL))
+    return 0;
+  char *ta = disp_schema_to_string(a), *tb = disp_schema_to_string(b);
+  int same = ta && tb && !strcmp(ta, tb);
+  free(ta);
+  free(tb);
+  return same;
+}
+
+/* A removed def's schema and signature are retired until shutdown (readers
+ * and typed entries may hold them, Note [Typed entry points outlive
+ * schemas]). The same def made again (a plugin loaded again) takes them
+ * back instead, so load/unload cycles hold memory bounded; whoever holds
+ * them sees the same immutable schema. Frees *schema on success.
+ * Precondition: registry lock held. */
+static disp_signature *revive_schema(disp_schema **schema) {
+  for (disp_retired_schema **q = &disp__registry.retired_schemas; *q; q = &(*q)->next) {
+    disp_retired_schema *r = *q;
+    if (!r->sig || !same_schema(r->schema, *schema)) continue;
+    *q = r->next;
+    disp_signature *sig = r->sig;
+    disp_schema_free(*schema);
+    *schema = r->schema;
+    free(r);
+    return sig;
+  }
+  return NULL;
+}
+
 disp_status disp__register_def(const char *ns, const char *schema_text, const char *debug,
                                disp_fn adapter, disp_registration **out) {
   disp_schema *schema = NULL;
@@ -327,8 +358,8 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
           return st;
         }
   }
-  disp_signature *sig = NULL;
-  if ((st = disp__signature_new(schema, &sig)) != DISP_OK) {
+  disp_signature *sig = revive_schema(&schema);
+  if (!sig && (st = disp__signature_new(schema, &sig)) != DISP_OK) {
     disp_schema_free(schema);
     return st;
   }

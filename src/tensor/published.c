@@ -68,10 +68,30 @@ static void restore(void *ctx) {
   pthread_mutex_unlock(&p->lock);
 }
 
+/* A retired node holding exactly `value`, taken off the retired list: a
+ * plugin loaded again registers the same bytes, and reusing the node keeps
+ * load/unload cycles bounded (a reader still holding it sees the same
+ * immutable bytes). Precondition: p->lock held. */
+static disp__published_node *revive(disp__published *p, const void *value) {
+  for (disp__published_node **q = &p->retired; *q; q = &(*q)->next)
+    if (!memcmp((*q)->value, value, p->size)) {
+      disp__published_node *n = *q;
+      *q = n->next;
+      n->next = NULL;
+      return n;
+    }
+  return NULL;
+}
+
 disp_status disp__published_set(disp__published *p, disp_backend type, const void *value, const char *what) {
   disp__published_node *node = NULL;
   disp__published_entry *e = malloc(sizeof *e);
   if (e && value) {
+    pthread_mutex_lock(&p->lock);
+    node = revive(p, value);
+    pthread_mutex_unlock(&p->lock);
+  }
+  if (e && value && !node) {
     node = malloc(sizeof *node + p->size);
     if (node) {
       memcpy(node->value, value, p->size);
@@ -82,7 +102,12 @@ disp_status disp__published_set(disp__published *p, disp_backend type, const voi
   /* Recorded before the change, so running out of memory changes nothing. */
   if (!e || (value && !node) || (owned && disp__owner_defer(restore, e, NULL) != DISP_OK)) {
     free(e);
-    free(node);
+    if (node) { /* back where it was: retired (a reader may hold a revived one) */
+      pthread_mutex_lock(&p->lock);
+      node->next = p->retired;
+      p->retired = node;
+      pthread_mutex_unlock(&p->lock);
+    }
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering %s", what);
   }
   *e = (disp__published_entry){NULL, p, type, node ? (const void *)node->value : builtin_of(p, type), owned};

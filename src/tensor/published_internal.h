@@ -7,7 +7,9 @@
  * an immutable heap node and swaps a pointer to it in with a release store
  * under the mutex; readers take it with one acquire load. A replaced node is
  * kept on a retired list, never freed, because a reader may still be
- * calling through it.
+ * calling through it. A later registration of the very same bytes (a
+ * plugin loaded again) takes its node back off that list instead of
+ * allocating another, so load/unload cycles hold memory bounded.
  *
  * Registrations per type form a stack of live owners, newest first: a
  * registration made while a plugin loads is owned (Note [Owners]) and is
