@@ -568,15 +568,18 @@ int main(int argc, char **argv) {
       else if (sig->args[i] == DISP_CT_OPT_TENSOR) fprintf(c, "  if (%s) keys.repr |= disp__tensor_keys(%s).repr;\n", nm, nm);
       else if (sig->args[i] == DISP_CT_TENSOR_LIST) fprintf(c, "  keys.repr |= disp__tensor_list_keys(%s).repr;\n", nm);
     }
-    /* Tensor returns start NULL, so one a kernel leaves unset is seen */
+    /* Tensor returns start NULL, so one a kernel leaves unset is seen; a
+     * failed call leaves the caller's variable as it was (keep%d) */
     for (int i = 0; i < sig->nrets; i++)
-      if (sig->rets[i] == DISP_CT_TENSOR) fprintf(c, "  *out%d = NULL;\n", i);
+      if (sig->rets[i] == DISP_CT_TENSOR) fprintf(c, "  disp_tensor *keep%d = *out%d;\n  *out%d = NULL;\n", i, i, i);
     fprintf(c, "  disp_status st;\n  DISP_CALL(st, op, keys, (");
     params(c, s, sig, 0, 0);
     fprintf(c, "), ");
     call_args(c, s, sig);
     fprintf(c, ");\n");
     emit_return_checks(c, s, sig, "*out%d", "op", "keys, 1");
+    for (int i = 0; i < sig->nrets; i++)
+      if (sig->rets[i] == DISP_CT_TENSOR) fprintf(c, "  if (st != DISP_OK && !*out%d) *out%d = keep%d;\n", i, i, i);
     fprintf(c, "  return st;\n}\n\n");
     /* boxed adapter: arguments viewed in place on the stack, tensors
      * without a function call, returns written where the arguments were.
