@@ -27,7 +27,7 @@
  *   pool.c         whole planes (max and its scatter: no sums across planes)
  *   tensor_iter.c  pointwise runs in TITER_BLOCK-aligned blocks (Note
  *                  [Parallel pointwise]); reductions into operand 0 serial
- *   cpu/*.c        kernels run on one thread's range; their vector/tail
+ *   cpu/ kernels   kernels run on one thread's range; their vector/tail
  *                  split depends on the range, which the callers above fix
  * Pointwise work whose elements are independent needs no more than that.
  */
