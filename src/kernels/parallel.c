@@ -6,6 +6,30 @@
  * Two pools on the same cores each spin waiting for work after a call and
  * steal the cores from the other: libtorch with OpenMP 2 and OpenBLAS 2 on
  * 2 cores trains an MLP 2.7x slower than on one thread.
+ *
+ * Note [Fixed partitions]: disp__parallel_for hands out ranges whose
+ * bounds depend on the thread count, so every caller whose floating result
+ * could depend on where a range starts cuts its work into blocks chosen
+ * from the problem (shape, layout, dtype) alone and lets each thread take
+ * whole blocks; 1, 2 or 3 threads then do the same operations in the same
+ * order (and make the same BLAS calls: Note [Threaded gemm]). Audited
+ * (issue 18), every call site of disp__parallel_for / disp__gemm_blocks:
+ *   gemm.c         fixed row/column blocks of C, never k (Note [Threaded gemm])
+ *   linalg.c       bmm: one whole product per batch, each one BLAS call set
+ *   reduce.c       sum/mean: block_len(len) from the row length; rows whole
+ *   softmax.c      whole rows, or COL_BLOCK column blocks
+ *   loss.c         nll_loss: NLL_BLOCK samples a block, block sums in order
+ *                  (Note [Deterministic loss sums]); grad rows independent
+ *   conv_prim.h    im2col/col2im by channel (copies, each x element gets its
+ *                  taps in tap order); samples whole; weight grad in
+ *                  wgrad_chunks(shape) chunks added in chunk order; bias
+ *                  grad per channel, planes in sample order
+ *   pool.c         whole planes (max and its scatter: no sums across planes)
+ *   tensor_iter.c  pointwise runs in TITER_BLOCK-aligned blocks (Note
+ *                  [Parallel pointwise]); reductions into operand 0 serial
+ *   cpu/ kernels   kernels run on one thread's range; their vector/tail
+ *                  split depends on the range, which the callers above fix
+ * Pointwise work whose elements are independent needs no more than that.
  */
 #include "parallel.h"
 
