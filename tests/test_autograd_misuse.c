@@ -3,6 +3,9 @@
  * refused here with its words and the tensors unchanged; arrays a caller
  * hands over are copied, never kept.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include <disp.h>
 #include <disp/aten.h>
 #include <disp/function.h>
@@ -91,6 +94,38 @@ TEST(function_marks_are_copied) {
   ASSERT_OK(disp_function_apply(&twice, (disp_tensor *[]){a}, 1, &y, 1));
   ASSERT_FALSE(disp_tensor_requires_grad(y)); /* marked non-differentiable */
   disp_tensor_release(y), disp_tensor_release(a);
+  return 0;
+}
+
+/* disp_function_apply copies the def and its name: a def built on the heap
+ * and freed (scribbled first) right after the forward still backwards, and
+ * the node keeps its name. */
+static disp_status plain_twice_forward(disp_function_ctx *ctx, disp_tensor *const *in, size_t n, disp_tensor **out,
+                                       size_t nout) {
+  (void)ctx, (void)n, (void)nout;
+  return disp_aten_mul_Scalar(in[0], disp_scalar_int(2), &out[0]);
+}
+
+TEST(function_def_and_name_are_copied) {
+  disp_function_def *def = malloc(sizeof *def);
+  char *name = malloc(32);
+  ASSERT_TRUE(def && name);
+  strcpy(name, "HeapTwiceBackward");
+  *def = (disp_function_def){name, plain_twice_forward, twice_backward};
+  disp_tensor *a = ones(3, 1), *y = NULL, *s = NULL;
+  ASSERT_TRUE(a);
+  ASSERT_OK(disp_function_apply(def, (disp_tensor *[]){a}, 1, &y, 1));
+  memset(name, 'x', 31), name[31] = 0;
+  memset(def, 0, sizeof *def);
+  free(name), free(def);
+  ASSERT_TRUE(disp_tensor_grad_fn(y) != NULL);
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(y)), "HeapTwiceBackward");
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 0));
+  disp_tensor *g = disp_tensor_grad(a);
+  ASSERT_TRUE(g != NULL);
+  ASSERT_TRUE(((const float *)disp_tensor_data_ptr(g))[0] == 2.0f);
+  disp_tensor_release(s), disp_tensor_release(y), disp_tensor_release(a);
   return 0;
 }
 
@@ -205,6 +240,7 @@ TEST_LIST = {
     TEST_ENTRY(detach__of_a_view_is_refused),
     TEST_ENTRY(resize__and_set__of_tensors_that_require_grad_are_refused),
     TEST_ENTRY(function_marks_are_copied),
+    TEST_ENTRY(function_def_and_name_are_copied),
     TEST_ENTRY(hooks_may_edit_the_hook_list_while_they_run),
     TEST_ENTRY(hook_replacements_keep_size_type_and_device),
     TEST_END};
