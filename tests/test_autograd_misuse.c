@@ -200,6 +200,64 @@ TEST(hooks_may_edit_the_hook_list_while_they_run) {
   return 0;
 }
 
+/* The class across lists: a one-shot hook on a computed tensor that also
+ * retains its grad removes itself and a hook of the leaf below it (another
+ * list, run later in the same pass). Each removed hook's destroy runs once,
+ * after the hooks stop running; the removed leaf hook never runs; the
+ * retained gradient is still made. */
+typedef struct cross_state {
+  disp_tensor *t, *leaf;
+  uint64_t self_id, leaf_id;
+  int self_calls, leaf_calls, destroyed, destroyed_while_running, running;
+} cross_state;
+
+static void count_destroy(void *ctx) {
+  cross_state *c = ctx;
+  c->destroyed++;
+  c->destroyed_while_running += c->running;
+}
+
+static disp_status leaf_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  (void)grad, (void)repl;
+  ((cross_state *)ctx)->leaf_calls++;
+  return DISP_OK;
+}
+
+static disp_status one_shot_cross(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  (void)grad, (void)repl;
+  cross_state *c = ctx;
+  c->self_calls++;
+  c->running = 1;
+  disp_status st = disp_tensor_remove_hook(c->t, c->self_id);
+  if (st == DISP_OK) st = disp_tensor_remove_hook(c->leaf, c->leaf_id);
+  c->running = 0;
+  return st;
+}
+
+TEST(hooks_removed_while_running_are_destroyed_once_after) {
+  disp_tensor *a = ones(3, 1), *t = NULL;
+  ASSERT_TRUE(a);
+  ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(2), &t));
+  cross_state c = {0};
+  c.t = t, c.leaf = a;
+  ASSERT_OK(disp_tensor_retain_grad(t));
+  ASSERT_OK(disp_tensor_register_hook(t, one_shot_cross, &c, count_destroy, &c.self_id));
+  ASSERT_OK(disp_tensor_register_hook(a, leaf_hook, &c, count_destroy, &c.leaf_id));
+  if (backward_through(t)) return 1;
+  ASSERT_EQ_INT(c.self_calls, 1);
+  ASSERT_EQ_INT(c.leaf_calls, 0);
+  ASSERT_EQ_INT(c.destroyed, 2);
+  ASSERT_EQ_INT(c.destroyed_while_running, 0);
+  ASSERT_TRUE(disp_tensor_grad(t) != NULL && ((const float *)disp_tensor_data_ptr(disp_tensor_grad(t)))[0] == 1.0f);
+  ASSERT_TRUE(disp_tensor_grad(a) != NULL && ((const float *)disp_tensor_data_ptr(disp_tensor_grad(a)))[0] == 2.0f);
+  if (backward_through(t)) return 1; /* nothing runs or is destroyed again */
+  ASSERT_EQ_INT(c.self_calls, 1);
+  ASSERT_EQ_INT(c.destroyed, 2);
+  disp_tensor_release(t), disp_tensor_release(a);
+  ASSERT_EQ_INT(c.destroyed, 2);
+  return 0;
+}
+
 /* A hook's replacement must keep the gradient's size, dtype and device
  * (1.13: "hook 'hook' has changed the size of value"). */
 static disp_status replacing_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
@@ -242,6 +300,7 @@ TEST_LIST = {
     TEST_ENTRY(function_marks_are_copied),
     TEST_ENTRY(function_def_and_name_are_copied),
     TEST_ENTRY(hooks_may_edit_the_hook_list_while_they_run),
+    TEST_ENTRY(hooks_removed_while_running_are_destroyed_once_after),
     TEST_ENTRY(hook_replacements_keep_size_type_and_device),
     TEST_END};
 TEST_MAIN()
