@@ -3,6 +3,9 @@
  * refused here with its words and the tensors unchanged; arrays a caller
  * hands over are copied, never kept.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include <disp.h>
 #include <disp/aten.h>
 #include <disp/function.h>
@@ -94,6 +97,38 @@ TEST(function_marks_are_copied) {
   return 0;
 }
 
+/* disp_function_apply copies the def and its name: a def built on the heap
+ * and freed (scribbled first) right after the forward still backwards, and
+ * the node keeps its name. */
+static disp_status plain_twice_forward(disp_function_ctx *ctx, disp_tensor *const *in, size_t n, disp_tensor **out,
+                                       size_t nout) {
+  (void)ctx, (void)n, (void)nout;
+  return disp_aten_mul_Scalar(in[0], disp_scalar_int(2), &out[0]);
+}
+
+TEST(function_def_and_name_are_copied) {
+  disp_function_def *def = malloc(sizeof *def);
+  char *name = malloc(32);
+  ASSERT_TRUE(def && name);
+  strcpy(name, "HeapTwiceBackward");
+  *def = (disp_function_def){name, plain_twice_forward, twice_backward};
+  disp_tensor *a = ones(3, 1), *y = NULL, *s = NULL;
+  ASSERT_TRUE(a);
+  ASSERT_OK(disp_function_apply(def, (disp_tensor *[]){a}, 1, &y, 1));
+  memset(name, 'x', 31), name[31] = 0;
+  memset(def, 0, sizeof *def);
+  free(name), free(def);
+  ASSERT_TRUE(disp_tensor_grad_fn(y) != NULL);
+  ASSERT_EQ_STR(disp_node_name(disp_tensor_grad_fn(y)), "HeapTwiceBackward");
+  ASSERT_OK(disp_aten_sum(y, -1, &s));
+  ASSERT_OK(disp_autograd_backward(&s, 1, NULL, 0, 0));
+  disp_tensor *g = disp_tensor_grad(a);
+  ASSERT_TRUE(g != NULL);
+  ASSERT_TRUE(((const float *)disp_tensor_data_ptr(g))[0] == 2.0f);
+  disp_tensor_release(s), disp_tensor_release(y), disp_tensor_release(a);
+  return 0;
+}
+
 /* ---- hooks that change the hook list while hooks run -------------------- */
 
 typedef struct hook_state {
@@ -165,6 +200,64 @@ TEST(hooks_may_edit_the_hook_list_while_they_run) {
   return 0;
 }
 
+/* The class across lists: a one-shot hook on a computed tensor that also
+ * retains its grad removes itself and a hook of the leaf below it (another
+ * list, run later in the same pass). Each removed hook's destroy runs once,
+ * after the hooks stop running; the removed leaf hook never runs; the
+ * retained gradient is still made. */
+typedef struct cross_state {
+  disp_tensor *t, *leaf;
+  uint64_t self_id, leaf_id;
+  int self_calls, leaf_calls, destroyed, destroyed_while_running, running;
+} cross_state;
+
+static void count_destroy(void *ctx) {
+  cross_state *c = ctx;
+  c->destroyed++;
+  c->destroyed_while_running += c->running;
+}
+
+static disp_status leaf_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  (void)grad, (void)repl;
+  ((cross_state *)ctx)->leaf_calls++;
+  return DISP_OK;
+}
+
+static disp_status one_shot_cross(disp_tensor *grad, disp_tensor **repl, void *ctx) {
+  (void)grad, (void)repl;
+  cross_state *c = ctx;
+  c->self_calls++;
+  c->running = 1;
+  disp_status st = disp_tensor_remove_hook(c->t, c->self_id);
+  if (st == DISP_OK) st = disp_tensor_remove_hook(c->leaf, c->leaf_id);
+  c->running = 0;
+  return st;
+}
+
+TEST(hooks_removed_while_running_are_destroyed_once_after) {
+  disp_tensor *a = ones(3, 1), *t = NULL;
+  ASSERT_TRUE(a);
+  ASSERT_OK(disp_aten_mul_Scalar(a, disp_scalar_int(2), &t));
+  cross_state c = {0};
+  c.t = t, c.leaf = a;
+  ASSERT_OK(disp_tensor_retain_grad(t));
+  ASSERT_OK(disp_tensor_register_hook(t, one_shot_cross, &c, count_destroy, &c.self_id));
+  ASSERT_OK(disp_tensor_register_hook(a, leaf_hook, &c, count_destroy, &c.leaf_id));
+  if (backward_through(t)) return 1;
+  ASSERT_EQ_INT(c.self_calls, 1);
+  ASSERT_EQ_INT(c.leaf_calls, 0);
+  ASSERT_EQ_INT(c.destroyed, 2);
+  ASSERT_EQ_INT(c.destroyed_while_running, 0);
+  ASSERT_TRUE(disp_tensor_grad(t) != NULL && ((const float *)disp_tensor_data_ptr(disp_tensor_grad(t)))[0] == 1.0f);
+  ASSERT_TRUE(disp_tensor_grad(a) != NULL && ((const float *)disp_tensor_data_ptr(disp_tensor_grad(a)))[0] == 2.0f);
+  if (backward_through(t)) return 1; /* nothing runs or is destroyed again */
+  ASSERT_EQ_INT(c.self_calls, 1);
+  ASSERT_EQ_INT(c.destroyed, 2);
+  disp_tensor_release(t), disp_tensor_release(a);
+  ASSERT_EQ_INT(c.destroyed, 2);
+  return 0;
+}
+
 /* A hook's replacement must keep the gradient's size, dtype and device
  * (1.13: "hook 'hook' has changed the size of value"). */
 static disp_status replacing_hook(disp_tensor *grad, disp_tensor **repl, void *ctx) {
@@ -205,7 +298,9 @@ TEST_LIST = {
     TEST_ENTRY(detach__of_a_view_is_refused),
     TEST_ENTRY(resize__and_set__of_tensors_that_require_grad_are_refused),
     TEST_ENTRY(function_marks_are_copied),
+    TEST_ENTRY(function_def_and_name_are_copied),
     TEST_ENTRY(hooks_may_edit_the_hook_list_while_they_run),
+    TEST_ENTRY(hooks_removed_while_running_are_destroyed_once_after),
     TEST_ENTRY(hook_replacements_keep_size_type_and_device),
     TEST_END};
 TEST_MAIN()

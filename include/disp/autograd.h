@@ -105,7 +105,11 @@ DISP_API disp_status disp_tensor_detach_(disp_tensor *t);
  * gradient is used (accumulated into a leaf, passed to the grad_fn of a
  * non-leaf). To replace the gradient, set *replacement to a new reference;
  * leave it NULL to keep `grad`. `grad` is borrowed. A failing hook fails the
- * backward pass with its status and message.
+ * backward pass with its status and message. A replacement must keep the
+ * gradient's sizes, dtype and device (1.13's check): otherwise the pass
+ * fails with DISP_ERR_INVALID_ARG, "hook 'hook' has changed the size of
+ * value" (or "... the type of value (was X got Y)", "... the device of
+ * value (was X got Y)"), and the replacement is released.
  */
 typedef disp_status (*disp_grad_hook)(disp_tensor *grad, disp_tensor **replacement, void *ctx);
 
@@ -120,8 +124,12 @@ typedef disp_status (*disp_grad_hook)(disp_tensor *grad, disp_tensor **replaceme
 DISP_API disp_status disp_tensor_register_hook(disp_tensor *t, disp_grad_hook fn, void *ctx,
                                                void (*destroy)(void *ctx), uint64_t *id);
 
-/* disp_tensor_remove_hook - removes the hook `id` of t; unknown ids are
- * DISP_ERR_INVALID_ARG. */
+/* disp_tensor_remove_hook - removes the hook `id` of t; unknown (or
+ * already removed) ids are DISP_ERR_INVALID_ARG. A hook may remove itself
+ * (the one-shot pattern) or another hook, and may register hooks, while
+ * hooks run: a removed hook never runs again, and its destroy runs once the
+ * hooks running on this thread have finished (or when the tensor's graph
+ * data is freed); a hook registered during a run first runs in the next. */
 DISP_API disp_status disp_tensor_remove_hook(disp_tensor *t, uint64_t id);
 
 /* ---- walking the graph ------------------------------------------------- */

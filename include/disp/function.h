@@ -62,8 +62,9 @@ typedef struct disp_function_def {
 
 /*
  * disp_function_apply - runs def on inputs[0..n) (tensors; NULL entries are
- * None) and writes nout new references to outputs. The def must outlive
- * every graph it records (a static one does). Errors: the forward's own;
+ * None) and writes nout new references to outputs. The def and its name
+ * are copied (the caller may free them on return); its functions must stay
+ * loaded while a graph it records lives. Errors: the forward's own;
  * DISP_ERR_INVALID_ARG when forward leaves an output NULL, marks a leaf that
  * requires grad dirty ("a leaf Variable that requires grad has been used in
  * an in-place operation."), or marks dirty a tensor it does not return. On
@@ -102,13 +103,14 @@ DISP_API int disp_ctx_needs_input_grad(const disp_function_ctx *ctx, size_t i);
 
 /*
  * disp_ctx_mark_dirty - in forward: these inputs were modified in place and
- * are returned as outputs; their history moves to this node. Errors
+ * are returned as outputs; their history moves to this node. The array is
+ * copied (the tensors are borrowed until forward returns). Errors
  * (DISP_ERR_INVALID_ARG) for a tensor that is not an input.
  */
 DISP_API disp_status disp_ctx_mark_dirty(disp_function_ctx *ctx, disp_tensor *const *tensors, size_t n);
 
 /* disp_ctx_mark_non_differentiable - in forward: these outputs never
- * require grad (indices, masks). */
+ * require grad (indices, masks). The array is copied, as mark_dirty's. */
 DISP_API disp_status disp_ctx_mark_non_differentiable(disp_function_ctx *ctx, disp_tensor *const *tensors,
                                                       size_t n);
 

@@ -16,7 +16,9 @@
 #include "disp/function.h"
 
 struct disp_function_ctx {
-  const disp_function_def *def;
+  const disp_function_def *def; /* &own_def: the caller's def may be gone by backward */
+  disp_function_def own_def;
+  char *own_name; /* own_def.name, copied */
   disp_node *node; /* NULL when the application records nothing */
   size_t n_inputs, n_outputs;
   unsigned char in_forward, materialize;
@@ -46,6 +48,7 @@ static void ctx_free(disp_function_ctx *c) {
   if (c->destroy) c->destroy(c->data);
   free(c->dirty), free(c->nondiff);
   free(c->to_save), free(c->saved), free(c->unpacked), free(c->out_geom);
+  free(c->own_name);
   free(c);
 }
 
@@ -273,11 +276,16 @@ disp_status disp_function_apply(const disp_function_def *def, disp_tensor *const
                       def->name ? def->name : "the function");
   disp_function_ctx *c = calloc(1, sizeof *c);
   if (c) c->out_geom = calloc(nout + 1, sizeof *c->out_geom);
-  if (!c || !c->out_geom) {
-    if (c) free(c);
+  size_t name_len = def->name ? strlen(def->name) + 1 : 0;
+  if (c && name_len) c->own_name = malloc(name_len);
+  if (!c || !c->out_geom || (name_len && !c->own_name)) {
+    if (c) free(c->out_geom), free(c->own_name), free(c);
     return disp__fail(DISP_ERR_NO_MEMORY, "disp_function_apply: out of memory");
   }
-  c->def = def, c->n_inputs = n, c->n_outputs = nout, c->materialize = 1;
+  c->own_def = *def;
+  if (name_len) memcpy(c->own_name, def->name, name_len);
+  c->own_def.name = c->own_name;
+  c->def = &c->own_def, c->n_inputs = n, c->n_outputs = nout, c->materialize = 1;
   if (disp_grad_mode_enabled() && any_requires_grad(inputs, n)) {
     disp_status made = make_node(c, inputs, n);
     if (made != DISP_OK) {
