@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
+#include "uthash_internal.h"
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "disp.h"
 #include "library_internal.h"
@@ -255,7 +255,7 @@ void disp_autocast_clear_cache(void) {
     HASH_DEL(all, e);
     disp_tensor_release(e->src);
     disp_tensor_release(e->cast);
-    free(e);
+    disp__free(e);
   }
 }
 
@@ -277,7 +277,7 @@ static disp_tensor *cache_find(const cache_key *k) {
 
 /* Adds src -> cast; on a race or no memory the cast simply goes uncached. */
 static void cache_add(const cache_key *k, disp_tensor *src, disp_tensor *cast) {
-  cache_entry *e = calloc(1, sizeof *e);
+  cache_entry *e = disp__calloc(1, sizeof *e);
   if (!e) return;
   e->key = *k;
   e->src = disp_tensor_retain(src);
@@ -295,7 +295,7 @@ static void cache_add(const cache_key *k, disp_tensor *src, disp_tensor *cast) {
   if (!added) {
     disp_tensor_release(e->src);
     disp_tensor_release(e->cast);
-    free(e);
+    disp__free(e);
   } else {
     /* Idempotent, and re-armed after each disp_shutdown. */
     disp__at_shutdown(disp_autocast_clear_cache);

@@ -22,6 +22,7 @@
  */
 #include <stdlib.h>
 
+#include "alloc_internal.h"
 #include "disp.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
@@ -43,7 +44,7 @@ typedef struct frame {
 static disp_status enter(frame *f, disp_backend dev, policy p, disp_tensor *const *args, size_t n) {
   f->saved = disp_autocast_exclude_push(dev);
   f->n = 0;
-  f->cast = n <= sizeof f->inline_cast / sizeof *f->inline_cast ? f->inline_cast : calloc(n, sizeof *f->cast);
+  f->cast = n <= sizeof f->inline_cast / sizeof *f->inline_cast ? f->inline_cast : disp__calloc(n, sizeof *f->cast);
   if (!f->cast) return disp_set_error(DISP_ERR_NO_MEMORY, "autocast: out of memory casting %zu tensors", n);
   disp_dtype to = DISP_DTYPE_FLOAT32;
   disp_status st = DISP_OK;
@@ -60,7 +61,7 @@ static disp_status enter(frame *f, disp_backend dev, policy p, disp_tensor *cons
 static disp_status leave(frame *f, disp_status st) {
   if (f->cast) {
     for (size_t i = 0; i < f->n; i++) disp_tensor_release(f->cast[i]);
-    if (f->cast != f->inline_cast) free(f->cast);
+    if (f->cast != f->inline_cast) disp__free(f->cast);
   }
   disp_tls_restore(f->saved);
   return st;

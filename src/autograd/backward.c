@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "engine_internal.h"
 #include "error_internal.h"
@@ -55,19 +56,19 @@ static disp_status make_roots(disp_tensor *const *ts, size_t n, disp_tensor *con
 
 static void edges_free(ag_edge *e, size_t n) {
   for (size_t i = 0; e && i < n; i++) disp__node_release(e[i].fn);
-  free(e);
+  disp__free(e);
 }
 
 static void tensors_free(disp_tensor **t, size_t n) {
   for (size_t i = 0; t && i < n; i++) disp_tensor_release(t[i]);
-  free(t);
+  disp__free(t);
 }
 
 static disp_status run(disp_tensor *const *tensors, size_t n, disp_tensor *const *grad_tensors,
                        disp_tensor *const *inputs, size_t ni, int retain_graph, int create_graph,
                        disp_tensor **captured) {
-  ag_edge *roots = calloc(n + 1, sizeof *roots), *in = calloc(ni + 1, sizeof *in);
-  disp_tensor **rg = calloc(n + 1, sizeof *rg);
+  ag_edge *roots = disp__calloc(n + 1, sizeof *roots), *in = disp__calloc(ni + 1, sizeof *in);
+  disp_tensor **rg = disp__calloc(n + 1, sizeof *rg);
   disp_status st = roots && in && rg ? DISP_OK : disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
   if (st == DISP_OK) st = make_roots(tensors, n, grad_tensors, roots, rg);
   for (size_t i = 0; st == DISP_OK && i < ni; i++) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "engine_internal.h"
 #include "error_internal.h"
 #include "record_internal.h"
@@ -49,15 +50,15 @@ static ag_task *task_of(pass *p, disp_node *n) {
   if (n->task) return n->task;
   if (p->n == p->cap) {
     size_t cap = p->cap ? 2 * p->cap : 16;
-    ag_task **t = realloc(p->tasks, cap * sizeof *t);
+    ag_task **t = disp__realloc(p->tasks, cap * sizeof *t);
     if (!t) return NULL;
     p->tasks = t, p->cap = cap;
   }
-  ag_task *t = calloc(1, sizeof *t);
-  if (t && n->num_inputs) t->buf = calloc(n->num_inputs, sizeof *t->buf);
+  ag_task *t = disp__calloc(1, sizeof *t);
+  if (t && n->num_inputs) t->buf = disp__calloc(n->num_inputs, sizeof *t->buf);
   if (!t || (n->num_inputs && !t->buf)) {
-    if (t) free(t->buf);
-    free(t);
+    if (t) disp__free(t->buf);
+    disp__free(t);
     return NULL;
   }
   t->node = n;
@@ -91,9 +92,9 @@ static int mark_needed(pass *p) {
     for (size_t i = 0; i < p->n; i++) p->tasks[i]->needed = 1;
     return 0;
   }
-  int *left = malloc(p->n * sizeof *left);
-  ag_task **order = malloc(p->n * sizeof *order);
-  if (!left || !order) return free(left), free(order), 1;
+  int *left = disp__malloc(p->n * sizeof *left);
+  ag_task **order = disp__malloc(p->n * sizeof *order);
+  if (!left || !order) return disp__free(left), disp__free(order), 1;
   size_t head = 0, tail = 0;
   for (size_t i = 0; i < p->n; i++) {
     p->tasks[i]->order = (int)i;
@@ -113,8 +114,8 @@ static int mark_needed(pass *p) {
       if (m && (m->task->needed || m->task->first_capture >= 0)) order[i]->needed = 1;
     }
   }
-  free(left);
-  free(order);
+  disp__free(left);
+  disp__free(order);
   return 0;
 }
 
@@ -172,13 +173,13 @@ static void pass_free(pass *p) {
     ag_task *t = p->tasks[i];
     for (uint32_t k = 0; k < t->node->num_inputs; k++) disp_tensor_release(t->buf[k]);
     t->node->task = NULL;
-    free(t->buf);
-    free(t);
+    disp__free(t->buf);
+    disp__free(t);
   }
   for (size_t i = 0; i < p->ncaps; i++) disp_tensor_release(p->caps[i].grad);
-  free(p->tasks);
-  free(p->heap);
-  free(p->caps);
+  disp__free(p->tasks);
+  disp__free(p->heap);
+  disp__free(p->caps);
 }
 
 /* ---- running one node ---------------------------------------------------- */
@@ -244,12 +245,12 @@ static disp_status run_task(pass *p, ag_task *t) {
   disp_node *n = t->node;
   if (!t->needed) return deliver(p, n, NULL);
   disp_tensor *inline_out[8] = {0}, **out = inline_out;
-  if (n->num_next > 8 && !(out = calloc(n->num_next, sizeof *out)))
+  if (n->num_next > 8 && !(out = disp__calloc(n->num_next, sizeof *out)))
     return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory running %s", n->name);
   st = call_node(p, t, out);
   disp_status st2 = deliver(p, n, st == DISP_OK ? out : NULL);
   for (uint32_t e = 0; st != DISP_OK && e < n->num_next; e++) disp_tensor_release(out[e]);
-  if (out != inline_out) free(out);
+  if (out != inline_out) disp__free(out);
   return st != DISP_OK ? st : st2;
 }
 
@@ -267,7 +268,7 @@ disp_status disp__engine_run(const ag_edge *roots, disp_tensor **root_grads, siz
     if (!task_of(&p, roots[i].fn)) st = oom();
   if (st == DISP_OK && discover(&p)) st = oom();
   if (st == DISP_OK && ninputs) {
-    p.caps = calloc(ninputs, sizeof *p.caps);
+    p.caps = disp__calloc(ninputs, sizeof *p.caps);
     if (!p.caps) st = oom();
     for (size_t i = 0; st == DISP_OK && i < ninputs; i++) {
       capture *c = &p.caps[p.ncaps++];
@@ -276,7 +277,7 @@ disp_status disp__engine_run(const ag_edge *roots, disp_tensor **root_grads, siz
     }
   }
   if (st == DISP_OK && mark_needed(&p)) st = oom();
-  if (st == DISP_OK && !(p.heap = malloc((p.n ? p.n : 1) * sizeof *p.heap))) st = oom();
+  if (st == DISP_OK && !(p.heap = disp__malloc((p.n ? p.n : 1) * sizeof *p.heap))) st = oom();
   for (size_t i = 0; st == DISP_OK && i < nroots; i++) {
     st = buffer_add(&roots[i].fn->task->buf[roots[i].input_nr], root_grads[i]);
     root_grads[i] = NULL;

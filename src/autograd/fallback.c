@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 
+#include "alloc_internal.h"
 #include "builtins_internal.h"
 #include "error_internal.h"
 #include "record_internal.h"
@@ -34,7 +35,7 @@ static disp_status not_implemented_apply(disp_node *n, disp_tensor *const *grads
   return DISP_OK;
 }
 
-static void not_implemented_free(disp_node *n) { free(n->state); }
+static void not_implemented_free(disp_node *n) { disp__free(n->state); }
 
 static const ag_node_ops not_implemented_ops = {not_implemented_apply, NULL, not_implemented_free};
 
@@ -59,11 +60,11 @@ static uint32_t count_requiring(disp_value *args, size_t nargs) {
 
 static disp_status node_for(const disp_op *op, disp_value *args, size_t nargs, uint32_t nedges, uint32_t nrets,
                             disp_node **out) {
-  not_implemented *s = malloc(sizeof *s);
+  not_implemented *s = disp__malloc(sizeof *s);
   disp_node *n = s ? disp__node_new(&not_implemented_ops, "NotImplemented", nrets, nedges) : NULL;
   *out = NULL;
   if (!n) {
-    free(s);
+    disp__free(s);
     return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", disp_op_name(op));
   }
   s->op = disp_op_name(op);

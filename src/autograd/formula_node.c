@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "error_internal.h"
 #include "record_internal.h"
 
@@ -22,7 +23,7 @@ static void release_saved(disp_node *n) {
 static void destroy_state(disp_node *n) {
   ag_formula_state *fs = n->state;
   disp_stack_free(fs->args_stack);
-  free(fs);
+  disp__free(fs);
 }
 
 static int any_defined(disp_tensor *const *grads, uint32_t n) {
@@ -48,7 +49,7 @@ static disp_status apply(disp_node *n, disp_tensor *const *grads, disp_tensor **
 static const ag_node_ops formula_ops = {apply, release_saved, destroy_state};
 
 disp_node *disp__formula_node_new(const ag_op_info *info, uint32_t num_next) {
-  ag_formula_state *fs = calloc(1, sizeof *fs);
+  ag_formula_state *fs = disp__calloc(1, sizeof *fs);
   if (!fs) {
     disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
     return NULL;
@@ -56,7 +57,7 @@ disp_node *disp__formula_node_new(const ag_op_info *info, uint32_t num_next) {
   fs->info = info;
   disp_node *n = disp__node_new(&formula_ops, info->f->node, (uint32_t)info->nrets, num_next);
   if (!n) {
-    free(fs);
+    disp__free(fs);
     return NULL;
   }
   n->state = fs;

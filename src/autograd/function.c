@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "error_internal.h"
 #include "record_internal.h"
@@ -46,10 +47,10 @@ static void ctx_free(disp_function_ctx *c) {
   release_unpacked(c);
   for (size_t i = 0; c->out_geom && i < c->n_outputs; i++) disp__geom_clear(&c->out_geom[i]);
   if (c->destroy) c->destroy(c->data);
-  free(c->dirty), free(c->nondiff);
-  free(c->to_save), free(c->saved), free(c->unpacked), free(c->out_geom);
-  free(c->own_name);
-  free(c);
+  disp__free(c->dirty), disp__free(c->nondiff);
+  disp__free(c->to_save), disp__free(c->saved), disp__free(c->unpacked), disp__free(c->out_geom);
+  disp__free(c->own_name);
+  disp__free(c);
 }
 
 /* ---- the node -------------------------------------------------------------- */
@@ -63,7 +64,7 @@ static disp_status zeros_of(const ag_geom *g, disp_tensor **out) {
 
 static disp_status apply(disp_node *n, disp_tensor *const *grads, disp_tensor **out) {
   disp_function_ctx *c = n->state;
-  disp_tensor *inline_g[8] = {0}, **g = c->n_outputs <= 8 ? inline_g : calloc(c->n_outputs, sizeof *g);
+  disp_tensor *inline_g[8] = {0}, **g = c->n_outputs <= 8 ? inline_g : disp__calloc(c->n_outputs, sizeof *g);
   if (!g) return disp__fail(DISP_ERR_NO_MEMORY, "%s: out of memory", n->name);
   disp_status st = DISP_OK;
   for (size_t i = 0; i < c->n_outputs && st == DISP_OK; i++) {
@@ -73,7 +74,7 @@ static disp_status apply(disp_node *n, disp_tensor *const *grads, disp_tensor **
   if (st == DISP_OK) st = c->def->backward(c, g, c->n_outputs, out, c->n_inputs);
   release_unpacked(c);
   for (size_t i = 0; i < c->n_outputs; i++) disp_tensor_release(g[i]);
-  if (g != inline_g) free(g);
+  if (g != inline_g) disp__free(g);
   return st;
 }
 
@@ -98,7 +99,7 @@ disp_status disp_ctx_save_for_backward(disp_function_ctx *ctx, disp_tensor *cons
   if (ctx->to_save || ctx->saved)
     return disp__fail(DISP_ERR_INVALID_ARG, "save_for_backward: called twice in one forward");
   if (!n) return DISP_OK;
-  ctx->to_save = calloc(n, sizeof *ctx->to_save);
+  ctx->to_save = disp__calloc(n, sizeof *ctx->to_save);
   if (!ctx->to_save) return disp__fail(DISP_ERR_NO_MEMORY, "save_for_backward: out of memory");
   for (size_t i = 0; i < n; i++) ctx->to_save[i] = disp_tensor_retain(tensors[i]);
   ctx->nsaved = n;
@@ -112,7 +113,7 @@ disp_status disp_ctx_saved_tensors(disp_function_ctx *ctx, disp_tensor *const **
   *tensors = NULL, *n = 0;
   if (ctx->in_forward) return disp__fail(DISP_ERR_INVALID_ARG, "saved_tensors can only be read in backward");
   if (!ctx->nsaved) return DISP_OK;
-  if (!ctx->unpacked && !(ctx->unpacked = calloc(ctx->nsaved, sizeof *ctx->unpacked)))
+  if (!ctx->unpacked && !(ctx->unpacked = disp__calloc(ctx->nsaved, sizeof *ctx->unpacked)))
     return disp__fail(DISP_ERR_NO_MEMORY, "saved_tensors: out of memory");
   release_unpacked(ctx);
   for (size_t i = 0; i < ctx->nsaved; i++) {
@@ -147,11 +148,11 @@ static disp_status copy_marks(disp_tensor ***to, size_t *nto, disp_tensor *const
                               const char *what) {
   disp_tensor **copy = NULL;
   if (n) {
-    copy = malloc(n * sizeof *copy);
+    copy = disp__malloc(n * sizeof *copy);
     if (!copy) return disp__fail(DISP_ERR_NO_MEMORY, "%s: out of memory", what);
     memcpy(copy, tensors, n * sizeof *copy);
   }
-  free(*to);
+  disp__free(*to);
   *to = copy, *nto = n;
   return DISP_OK;
 }
@@ -230,7 +231,7 @@ static disp_status set_output(disp_function_ctx *c, disp_tensor *const *inputs, 
  * output is kept as an alias without the graph (Note [Who holds whom]). */
 static disp_status convert_saved(disp_function_ctx *c, disp_tensor **outputs) {
   if (!c->nsaved) return DISP_OK;
-  c->saved = calloc(c->nsaved, sizeof *c->saved);
+  c->saved = disp__calloc(c->nsaved, sizeof *c->saved);
   if (!c->saved) return disp__fail(DISP_ERR_NO_MEMORY, "%s: out of memory", c->def->name);
   for (size_t i = 0; i < c->nsaved; i++) {
     int out_nr = -1;
@@ -274,12 +275,12 @@ disp_status disp_function_apply(const disp_function_def *def, disp_tensor *const
   if (!def->forward || !def->backward)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_function_apply: %s has no forward or no backward",
                       def->name ? def->name : "the function");
-  disp_function_ctx *c = calloc(1, sizeof *c);
-  if (c) c->out_geom = calloc(nout + 1, sizeof *c->out_geom);
+  disp_function_ctx *c = disp__calloc(1, sizeof *c);
+  if (c) c->out_geom = disp__calloc(nout + 1, sizeof *c->out_geom);
   size_t name_len = def->name ? strlen(def->name) + 1 : 0;
-  if (c && name_len) c->own_name = malloc(name_len);
+  if (c && name_len) c->own_name = disp__malloc(name_len);
   if (!c || !c->out_geom || (name_len && !c->own_name)) {
-    if (c) free(c->out_geom), free(c->own_name), free(c);
+    if (c) disp__free(c->out_geom), disp__free(c->own_name), disp__free(c);
     return disp__fail(DISP_ERR_NO_MEMORY, "disp_function_apply: out of memory");
   }
   c->own_def = *def;
@@ -299,7 +300,7 @@ disp_status disp_function_apply(const disp_function_def *def, disp_tensor *const
   disp_tls_restore(g);
   if (st == DISP_OK) st = finish(c, inputs, n, outputs);
   c->in_forward = 0;
-  free(c->dirty), free(c->nondiff);
+  disp__free(c->dirty), disp__free(c->nondiff);
   c->dirty = c->nondiff = NULL, c->ndirty = c->nnondiff = 0;
   if (st != DISP_OK)
     for (size_t i = 0; i < nout; i++) disp_tensor_release(outputs[i]), outputs[i] = NULL;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "disp/autograd.h"
 #include "disp/gradcheck.h"
@@ -111,7 +112,7 @@ static disp_status read_all(const disp_tensor *t, const char *what, size_t idx, 
 
 /* PyTorch's _check_inputs, and collecting the inputs that require grad. */
 static disp_status check_inputs(gc *g) {
-  g->din = calloc(g->n ? g->n : 1, sizeof *g->din);
+  g->din = disp__calloc(g->n ? g->n : 1, sizeof *g->din);
   if (!g->din) return disp__fail(DISP_ERR_NO_MEMORY, "gradcheck: out of memory");
   for (size_t i = 0; i < g->n; i++) {
     disp_tensor *t = g->inputs[i];
@@ -147,11 +148,11 @@ static size_t cells_of(const gc *g, size_t k) {
 }
 
 static disp_status alloc_jacobians(gc *g, double ***j) {
-  *j = calloc(g->ndout * g->ndin + 1, sizeof **j);
+  *j = disp__calloc(g->ndout * g->ndin + 1, sizeof **j);
   if (!*j) return disp__fail(DISP_ERR_NO_MEMORY, "gradcheck: out of memory");
   for (size_t k = 0; k < g->ndout * g->ndin; k++) {
     size_t cells = cells_of(g, k);
-    (*j)[k] = calloc(cells ? cells : 1, sizeof(double));
+    (*j)[k] = disp__calloc(cells ? cells : 1, sizeof(double));
     if (!(*j)[k]) return disp__fail(DISP_ERR_NO_MEMORY, "gradcheck: out of memory");
   }
   return DISP_OK;
@@ -159,8 +160,8 @@ static disp_status alloc_jacobians(gc *g, double ***j) {
 
 static void free_jacobians(const gc *g, double **j) {
   if (!j) return;
-  for (size_t k = 0; k < g->ndout * g->ndin; k++) free(j[k]);
-  free(j);
+  for (size_t k = 0; k < g->ndout * g->ndin; k++) disp__free(j[k]);
+  disp__free(j);
 }
 
 /* One perturbed call: the checked outputs' values into buf[o] (numel each). */
@@ -187,7 +188,7 @@ static disp_status numerical(gc *g) {
   disp_status st = alloc_jacobians(g, &g->num);
   for (size_t o = 0; o < g->ndout && st == DISP_OK; o++) {
     size_t m = (size_t)disp_tensor_numel(g->dout[o]) + 1;
-    lo[o] = malloc(m * sizeof(double)), hi[o] = malloc(m * sizeof(double));
+    lo[o] = disp__malloc(m * sizeof(double)), hi[o] = disp__malloc(m * sizeof(double));
     if (!lo[o] || !hi[o]) st = disp__fail(DISP_ERR_NO_MEMORY, "gradcheck: out of memory");
   }
   for (size_t i = 0; i < g->ndin && st == DISP_OK; i++) {
@@ -206,7 +207,7 @@ static disp_status numerical(gc *g) {
       }
     }
   }
-  for (size_t o = 0; o < g->ndout; o++) free(lo[o]), free(hi[o]);
+  for (size_t o = 0; o < g->ndout; o++) disp__free(lo[o]), disp__free(hi[o]);
   return st;
 }
 
@@ -223,7 +224,7 @@ static disp_status one_hot(const disp_tensor *out, int64_t j, disp_tensor **g) {
  * output (PyTorch's _compute_analytical_jacobian_rows). NULL is zeros. */
 static disp_status vjp_column(gc *g, size_t o, int64_t j, double **ana) {
   disp_tensor *out = g->dout[o], *go = NULL;
-  disp_tensor **grads = calloc(g->ndin, sizeof *grads);
+  disp_tensor **grads = disp__calloc(g->ndin, sizeof *grads);
   if (!grads) return disp__fail(DISP_ERR_NO_MEMORY, "gradcheck: out of memory");
   disp_status st = one_hot(out, j, &go);
   if (st == DISP_OK) st = disp_autograd_grad(&out, 1, g->din, g->ndin, &go, 1, 0, 1, grads);
@@ -245,7 +246,7 @@ static disp_status vjp_column(gc *g, size_t o, int64_t j, double **ana) {
     for (int64_t e = 0; e < ne && st == DISP_OK; e++) col[e * m + j] = load(gi, e);
   }
   for (size_t i = 0; i < g->ndin; i++) disp_tensor_release(grads[i]);
-  free(grads);
+  disp__free(grads);
   disp_tensor_release(go);
   return st;
 }
@@ -295,7 +296,7 @@ static disp_status compare(gc *g) {
  * zero (or None) gradients. */
 static disp_status mul_by_grad_output(gc *g) {
   disp_tensor *zeros[DISP_GRADCHECK_MAX_OUTPUTS] = {0};
-  disp_tensor **grads = calloc(g->ndin, sizeof *grads);
+  disp_tensor **grads = disp__calloc(g->ndin, sizeof *grads);
   if (!grads) return disp__fail(DISP_ERR_NO_MEMORY, "gradcheck: out of memory");
   disp_status st = DISP_OK;
   for (size_t o = 0; o < g->ndout && st == DISP_OK; o++) st = one_hot(g->dout[o], -1, &zeros[o]);
@@ -312,7 +313,7 @@ static disp_status mul_by_grad_output(gc *g) {
       if (load(gi, e) != 0.0) st = disp__fail(DISP_ERR_MISMATCH, "backward not multiplied by grad_output");
   }
   for (size_t i = 0; i < g->ndin; i++) disp_tensor_release(grads[i]);
-  free(grads);
+  disp__free(grads);
   disp__gc_release(zeros, g->ndout);
   return st;
 }
@@ -363,6 +364,6 @@ disp_status disp_gradcheck(disp_gradcheck_fn fn, void *ctx, disp_tensor *const *
   free_jacobians(&g, g.num);
   free_jacobians(&g, g.ana);
   disp__gc_release(g.outs, g.nouts);
-  free(g.din);
+  disp__free(g.din);
   return st;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "disp/autograd.h"
 #include "disp/tensor.h"
@@ -125,14 +126,14 @@ disp_status disp_gradgradcheck(disp_gradcheck_fn fn, void *ctx, disp_tensor *con
   } else {
     st = random_grad_outputs(&c, inputs, o.seed, gos, &ngos);
   }
-  disp_tensor **all = calloc(n + ngos + 1, sizeof *all);
+  disp_tensor **all = disp__calloc(n + ngos + 1, sizeof *all);
   if (st == DISP_OK && !all) st = disp__fail(DISP_ERR_NO_MEMORY, "gradgradcheck: out of memory");
   if (st == DISP_OK) {
     if (n) memcpy(all, inputs, n * sizeof *all);
     if (ngos) memcpy(all + n, gos, ngos * sizeof *all);
     st = disp_gradcheck(grads_of, &c, all, n + ngos, &o);
   }
-  free(all);
+  disp__free(all);
   disp__gc_release(gos, ngos);
   return st;
 }

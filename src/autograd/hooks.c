@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "autograd_internal.h"
 #include "error_internal.h"
@@ -26,12 +27,12 @@ static _Thread_local int tls_runs;
 static void hook_free(ag_hook *h) {
   if (h->destroy) h->destroy(h->ctx);
   if (h->retain) disp__weak_release(h->retain);
-  free(h);
+  disp__free(h);
 }
 
 static ag_weak *weak_of(disp_tensor *t, ag_meta *m) {
   if (!m->weak) {
-    m->weak = calloc(1, sizeof *m->weak);
+    m->weak = disp__calloc(1, sizeof *m->weak);
     if (!m->weak) return NULL;
     atomic_init(&m->weak->refs, 1);
     m->weak->t = t;
@@ -54,7 +55,7 @@ disp_status disp_tensor_register_hook(disp_tensor *t, disp_grad_hook fn, void *c
   if (!disp_tensor_requires_grad(t))
     return disp__fail(DISP_ERR_INVALID_ARG, "cannot register a hook on a tensor that doesn't require gradient");
   ag_meta *m = disp__meta_ensure(t);
-  ag_hook *h = m ? calloc(1, sizeof *h) : NULL;
+  ag_hook *h = m ? disp__calloc(1, sizeof *h) : NULL;
   if (!h) return disp__fail(DISP_ERR_NO_MEMORY, "register_hook: out of memory");
   h->id = __atomic_fetch_add(&next_hook_id, 1, __ATOMIC_RELAXED);
   h->fn = fn;
@@ -112,10 +113,10 @@ disp_status disp_tensor_retain_grad(disp_tensor *t) {
     return disp__fail(DISP_ERR_INVALID_ARG, "can't retain_grad on Tensor that has requires_grad=False");
   ag_meta *m = disp__meta_get(t);
   if (!m || !m->grad_fn || m->retains_grad) return DISP_OK; /* leaves keep their grad anyway */
-  ag_hook *h = calloc(1, sizeof *h);
+  ag_hook *h = disp__calloc(1, sizeof *h);
   if (h) h->retain = weak_of(t, m);
   if (!h || !h->retain) {
-    free(h);
+    disp__free(h);
     return disp__fail(DISP_ERR_NO_MEMORY, "retain_grad: out of memory");
   }
   h->output_nr = m->output_nr;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "autograd_internal.h"
 #include "error_internal.h"
@@ -12,7 +13,7 @@
 #include "tensor/tensor_internal.h"
 
 void disp__weak_release(ag_weak *w) {
-  if (w && atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1) free(w);
+  if (w && atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1) disp__free(w);
 }
 
 static void hooks_free(ag_hook *h) {
@@ -20,7 +21,7 @@ static void hooks_free(ag_hook *h) {
     nx = h->next;
     if (h->destroy) h->destroy(h->ctx);
     if (h->retain) disp__weak_release(h->retain);
-    free(h);
+    disp__free(h);
   }
 }
 
@@ -96,7 +97,7 @@ int disp__held_add(ag_held *h, disp_tensor *t) {
   if (!t) return 0;
   if (h->n == h->cap) {
     size_t cap = h->cap ? 2 * h->cap : 8;
-    disp_tensor **a = h->t == h->inline_t ? malloc(cap * sizeof *a) : realloc(h->t, cap * sizeof *a);
+    disp_tensor **a = h->t == h->inline_t ? disp__malloc(cap * sizeof *a) : disp__realloc(h->t, cap * sizeof *a);
     if (!a) return 1;
     if (h->t == h->inline_t) memcpy(a, h->inline_t, h->n * sizeof *a);
     h->t = a, h->cap = cap;
@@ -113,7 +114,7 @@ int disp__held_contains(const ag_held *h, const disp_tensor *t) {
 
 void disp__held_release(ag_held *h) {
   for (size_t i = 0; i < h->n; i++) disp_tensor_release(h->t[i]);
-  if (h->t != h->inline_t) free(h->t);
+  if (h->t != h->inline_t) disp__free(h->t);
   h->t = h->inline_t, h->n = 0, h->cap = sizeof h->inline_t / sizeof *h->inline_t;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "autograd_internal.h"
 #include "argcheck_internal.h"
 #include "error_internal.h"
@@ -16,14 +17,14 @@ static atomic_uint_least64_t next_seq;
 uint64_t disp__ag_next_seq(void) { return atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed); }
 
 disp_node *disp__node_new(const ag_node_ops *ops, const char *name, uint32_t num_inputs, uint32_t num_next) {
-  disp_node *n = calloc(1, sizeof *n);
+  disp_node *n = disp__calloc(1, sizeof *n);
   if (n && num_next) {
-    n->next = calloc(num_next, sizeof *n->next);
-    n->geom = calloc(num_next, sizeof *n->geom);
+    n->next = disp__calloc(num_next, sizeof *n->next);
+    n->geom = disp__calloc(num_next, sizeof *n->geom);
   }
   if (!n || (num_next && (!n->next || !n->geom))) {
-    if (n) free(n->next), free(n->geom);
-    free(n);
+    if (n) disp__free(n->next), disp__free(n->geom);
+    disp__free(n);
     disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", name);
     return NULL;
   }
@@ -59,12 +60,12 @@ static void node_free(disp_node *n) {
     nx = h->next;
     if (h->destroy) h->destroy(h->ctx);
     if (h->retain) disp__weak_release(h->retain);
-    free(h);
+    disp__free(h);
   }
-  if (n->name_owned) free((char *)n->name);
-  free(n->next);
-  free(n->geom);
-  free(n);
+  if (n->name_owned) disp__free((char *)n->name);
+  disp__free(n->next);
+  disp__free(n->geom);
+  disp__free(n);
 }
 
 void disp__node_release(disp_node *n) {
@@ -98,7 +99,7 @@ int disp__geom_set(ag_geom *g, const disp_tensor *t) {
   g->heap = NULL;
   int64_t *d = g->dims;
   if (2 * nd > (int)(sizeof g->dims / sizeof *g->dims)) {
-    d = g->heap = malloc(2 * (size_t)nd * sizeof *d);
+    d = g->heap = disp__malloc(2 * (size_t)nd * sizeof *d);
     if (!d) return 1;
   }
   for (int i = 0; i < nd; i++) {
@@ -112,14 +113,14 @@ int disp__geom_copy(ag_geom *dst, const ag_geom *src) {
   *dst = *src;
   dst->heap = NULL;
   if (!src->heap) return 0;
-  dst->heap = malloc(2 * (size_t)src->ndim * sizeof *dst->heap);
+  dst->heap = disp__malloc(2 * (size_t)src->ndim * sizeof *dst->heap);
   if (!dst->heap) return 1;
   memcpy(dst->heap, src->heap, 2 * (size_t)src->ndim * sizeof *dst->heap);
   return 0;
 }
 
 void disp__geom_clear(ag_geom *g) {
-  free(g->heap);
+  disp__free(g->heap);
   g->heap = NULL;
 }
 

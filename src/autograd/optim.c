@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "disp.h"
 #include "disp/autograd.h"
@@ -133,13 +134,13 @@ static int compare_ptr(const void *a, const void *b) {
 /* Whether a tensor appears twice: sorted pointers, so building an optimizer
  * stays O(n log n) (a pairwise check took 3.4 s for 100,000 parameters). */
 static int has_duplicates(disp_tensor *const *params, size_t n) {
-  disp_tensor **sorted = malloc(n * sizeof *sorted);
+  disp_tensor **sorted = disp__malloc(n * sizeof *sorted);
   if (!sorted) return 0; /* only a warning is at stake */
   memcpy(sorted, params, n * sizeof *sorted);
   qsort(sorted, n, sizeof *sorted, compare_ptr);
   int dup = 0;
   for (size_t i = 1; i < n && !dup; ++i) dup = sorted[i] == sorted[i - 1];
-  free(sorted);
+  disp__free(sorted);
   return dup;
 }
 
@@ -171,11 +172,11 @@ static disp_status check_params(const char *fn, disp_tensor *const *params, size
 }
 
 static disp_status optim_new(optim_kind kind, disp_tensor *const *params, size_t n, disp_optimizer **out) {
-  disp_optimizer *opt = calloc(1, sizeof *opt);
-  disp_tensor **ps = calloc(n, sizeof *ps);
-  optim_state *st = calloc(n, sizeof *st);
+  disp_optimizer *opt = disp__calloc(1, sizeof *opt);
+  disp_tensor **ps = disp__calloc(n, sizeof *ps);
+  optim_state *st = disp__calloc(n, sizeof *st);
   if (opt == NULL || ps == NULL || st == NULL) {
-    free(opt), free(ps), free(st);
+    disp__free(opt), disp__free(ps), disp__free(st);
     return disp__fail(DISP_ERR_NO_MEMORY, "optimizer: out of memory for %zu parameters", n);
   }
   for (size_t i = 0; i < n; ++i) ps[i] = disp_tensor_retain(params[i]);
@@ -232,9 +233,9 @@ DISP_API void disp_optim_free(disp_optimizer *opt) {
     disp_tensor_release(opt->params[i]);
     for (int k = 0; k < OPTIM_NSTATE; ++k) disp_tensor_release(opt->state[i].t[k]);
   }
-  free(opt->params);
-  free(opt->state);
-  free(opt);
+  disp__free(opt->params);
+  disp__free(opt->state);
+  disp__free(opt);
 }
 
 /* ---- step ---------------------------------------------------------------- */
@@ -401,13 +402,13 @@ static disp_status step_all(disp_optimizer *opt, disp_tensor **grads) {
 
 DISP_API disp_status disp_optim_step(disp_optimizer *opt) {
   DISP_REFUSE_NULL(opt);
-  disp_tensor **grads = calloc(opt->n, sizeof *grads);
+  disp_tensor **grads = disp__calloc(opt->n, sizeof *grads);
   if (grads == NULL) return disp__fail(DISP_ERR_NO_MEMORY, "disp_optim_step: out of memory");
   disp_tls_state saved = disp_grad_mode_push(0);
   disp_status st = step_all(opt, grads);
   disp_tls_restore(saved);
   for (size_t i = 0; i < opt->n; ++i) disp_tensor_release(grads[i]);
-  free(grads);
+  disp__free(grads);
   return st;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "aten_kernels.h"
 #include "error_internal.h"
 #include "record_internal.h"
@@ -31,7 +32,7 @@ static const ag_formula *formula_for(const char *op) {
 static void info_free(void *p) {
   ag_op_info *info = p;
   if (disp__aten_autograd_info[info->id] == info) disp__aten_autograd_info[info->id] = NULL;
-  free(info);
+  disp__free(info);
 }
 
 /* Built-in operators 1.13 does not differentiate: the pass-through alone
@@ -63,10 +64,10 @@ static disp_status impl_formula(disp_library *m, const ag_formula *f, const disp
   const disp_op *op;
   disp_status st = disp_op_find(p->op, &op);
   if (st != DISP_OK) return st;
-  ag_op_info *info = calloc(1, sizeof *info);
+  ag_op_info *info = disp__calloc(1, sizeof *info);
   if (!info) return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory registering %s", p->op);
   if (f && disp__ag_info_init(info, op, f)) {
-    free(info);
+    disp__free(info);
     return disp__fail(DISP_ERR_SCHEMA, "autograd: the formula for %s names an argument its schema lacks", f->op);
   }
   info->id = p->id;
@@ -77,7 +78,7 @@ static disp_status impl_formula(disp_library *m, const ag_formula *f, const disp
   st = disp_library_impl(m, p->op, k, NULL);
   if (st != DISP_OK) {
     disp__aten_autograd_info[p->id] = NULL;
-    free(info);
+    disp__free(info);
   }
   return st;
 }

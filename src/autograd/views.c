@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "engine_internal.h"
 #include "error_internal.h"
 #include "record_internal.h"
@@ -29,7 +30,7 @@ typedef struct strided {
 
 static int strided_set(strided *g, const disp_tensor *t, int64_t base_offset) {
   g->ndim = disp_tensor_ndim(t);
-  g->sizes = malloc(2 * (size_t)(g->ndim ? g->ndim : 1) * sizeof *g->sizes);
+  g->sizes = disp__malloc(2 * (size_t)(g->ndim ? g->ndim : 1) * sizeof *g->sizes);
   if (!g->sizes) return 1;
   g->strides = g->sizes + g->ndim;
   if (g->ndim) memcpy(g->sizes, disp_tensor_sizes(t), (size_t)g->ndim * sizeof *g->sizes);
@@ -75,8 +76,8 @@ static disp_status view_apply(disp_node *n, disp_tensor *const *grads, disp_tens
 static void view_free(disp_node *n) {
   view_state *s = n->state;
   if (!s) return;
-  free(s->base.sizes), free(s->view.sizes);
-  free(s);
+  disp__free(s->base.sizes), disp__free(s->view.sizes);
+  disp__free(s);
 }
 
 static const ag_node_ops view_ops = {view_apply, NULL, view_free};
@@ -127,8 +128,8 @@ static void cs_free(disp_node *n) {
   copy_slices *s = n->state;
   if (!s) return;
   disp__node_release(s->fn);
-  free(s->base.sizes), free(s->view.sizes);
-  free(s);
+  disp__free(s->base.sizes), disp__free(s->view.sizes);
+  disp__free(s);
 }
 
 static const ag_node_ops copy_slices_ops = {cs_apply, cs_release_saved, cs_free};
@@ -136,9 +137,9 @@ static const ag_node_ops copy_slices_ops = {cs_apply, cs_release_saved, cs_free}
 /* ---- rebasing ---------------------------------------------------------------------------- */
 
 static disp_node *copy_slices_new(disp_tensor *base, disp_tensor *view, disp_node *fn, uint32_t out_nr) {
-  copy_slices *s = calloc(1, sizeof *s);
+  copy_slices *s = disp__calloc(1, sizeof *s);
   disp_node *n = s ? disp__node_new(&copy_slices_ops, "torch::autograd::CopySlices", 1, fn->num_next ? fn->num_next : 1) : NULL;
-  if (!n) return free(s), NULL;
+  if (!n) return disp__free(s), NULL;
   n->state = s;
   s->fn = disp__node_retain(fn);
   s->fn_output = out_nr;
@@ -156,9 +157,9 @@ static disp_node *copy_slices_new(disp_tensor *base, disp_tensor *view, disp_nod
 
 /* The view's AsStridedBackward0 over its base; its edge is `to` (taken). */
 static disp_node *view_node_new(disp_tensor *base, disp_tensor *view, ag_edge to) {
-  view_state *s = calloc(1, sizeof *s);
+  view_state *s = disp__calloc(1, sizeof *s);
   disp_node *n = s ? disp__node_new(&view_ops, "AsStridedBackward0", 1, 1) : NULL;
-  if (!n) return free(s), disp__node_release(to.fn), NULL;
+  if (!n) return disp__free(s), disp__node_release(to.fn), NULL;
   n->state = s;
   n->next[0] = to;
   int64_t boff = disp_tensor_storage_offset(base);

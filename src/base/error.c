@@ -66,12 +66,33 @@ void disp_clear_error(void) {
   tls_read = 0;
 }
 
+/* Formats into `stack` (cap bytes) or, when longer, into plain malloc
+ * memory: reporting an out-of-memory must not need the counted allocations
+ * that have just failed (Note [Allocation seam] in alloc_internal.h), and
+ * the arguments may point into the current message, so it is never the
+ * target. NULL when even that fails. */
+static char *format(char *stack, size_t cap, size_t *len, const char *fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(stack, cap, fmt, ap);
+  char *out = stack;
+  if (n < 0) n = 0, stack[0] = '\0';
+  if ((size_t)n >= cap && (out = malloc((size_t)n + 1)) != NULL) vsnprintf(out, (size_t)n + 1, fmt, again);
+  va_end(again);
+  if (!out) return NULL;
+  *len = strlen(out);
+  return out;
+}
+
+enum { STACK_MSG = 512 };
+
 disp_status disp__vfail(disp_status status, const char *fmt, va_list ap) {
-  disp_strbuf b;
-  disp__strbuf_init(&b);
-  disp__strbuf_vappendf(&b, fmt, ap);
-  set_message(disp__strbuf_cstr(&b), b.len);
-  disp__strbuf_free(&b);
+  char small[STACK_MSG];
+  size_t len = 0;
+  char *text = format(small, sizeof small, &len, fmt, ap);
+  if (!text) text = small, len = strlen(small); /* truncated rather than lost */
+  set_message(text, len);
+  if (text != small) free(text);
   return status;
 }
 
@@ -93,15 +114,23 @@ disp_status disp_set_error(disp_status status, const char *fmt, ...) {
 }
 
 void disp__error_prefix(const char *fmt, ...) {
-  disp_strbuf b;
-  disp__strbuf_init(&b);
+  char small[STACK_MSG];
+  size_t plen = 0;
   va_list ap;
   va_start(ap, fmt);
-  disp__strbuf_vappendf(&b, fmt, ap);
+  char *prefix = format(small, sizeof small, &plen, fmt, ap);
   va_end(ap);
-  disp__strbuf_append(&b, tls_msg ? tls_msg : "");
-  set_text(disp__strbuf_cstr(&b), b.len); /* the same failure, with more context */
-  disp__strbuf_free(&b);
+  if (!prefix) return; /* keep the message without its context */
+  const char *msg = tls_msg ? tls_msg : "";
+  size_t mlen = strlen(msg);
+  char *text = malloc(plen + mlen + 1);
+  if (text) {
+    memcpy(text, prefix, plen);
+    memcpy(text + plen, msg, mlen + 1);
+    set_text(text, plen + mlen); /* the same failure, with more context */
+    free(text);
+  }
+  if (prefix != small) free(prefix);
 }
 
 /* Whether `msg` names operator `name` already: it starts with "name:" or

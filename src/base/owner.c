@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "error_internal.h"
 #include "owner_internal.h"
 
@@ -29,9 +30,9 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local disp_owner *tls_current;
 
 disp_owner *disp__owner_new(const char *name) {
-  disp_owner *o = calloc(1, sizeof *o);
-  if (!o || !(o->name = strdup(name ? name : ""))) {
-    free(o);
+  disp_owner *o = disp__calloc(1, sizeof *o);
+  if (!o || !(o->name = disp__strdup(name ? name : ""))) {
+    disp__free(o);
     return NULL;
   }
   return o;
@@ -40,8 +41,8 @@ disp_owner *disp__owner_new(const char *name) {
 void disp__owner_free(disp_owner *o) {
   if (!o) return;
   DISP_ASSERT(o->newest == NULL);
-  free(o->name);
-  free(o);
+  disp__free(o->name);
+  disp__free(o);
 }
 
 disp_owner *disp__owner_swap(disp_owner *o) {
@@ -58,7 +59,7 @@ disp_status disp__owner_defer(void (*undo)(void *ctx), void *ctx, disp_undo **ou
   if (out) *out = NULL;
   disp_owner *o = tls_current;
   if (!o) return DISP_OK;
-  disp_undo *u = malloc(sizeof *u);
+  disp_undo *u = disp__malloc(sizeof *u);
   if (!u) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory recording what %s registered", o->name);
   u->fn = undo;
   u->ctx = ctx;
@@ -85,7 +86,7 @@ void disp__owner_cancel(disp_undo *u) {
   pthread_mutex_lock(&g_lock);
   unlink_record(u);
   pthread_mutex_unlock(&g_lock);
-  free(u);
+  disp__free(u);
 }
 
 void disp__owner_undo_all(disp_owner *o) {
@@ -97,6 +98,6 @@ void disp__owner_undo_all(disp_owner *o) {
     pthread_mutex_unlock(&g_lock);
     if (!u) return;
     u->fn(u->ctx);
-    free(u);
+    disp__free(u);
   }
 }

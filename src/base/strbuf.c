@@ -5,12 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "strbuf_internal.h"
 
 void disp__strbuf_init(disp_strbuf *b) { memset(b, 0, sizeof *b); }
 
 void disp__strbuf_free(disp_strbuf *b) {
-  free(b->data);
+  disp__free(b->data);
   disp__strbuf_init(b);
 }
 
@@ -19,7 +20,7 @@ static int reserve(disp_strbuf *b, size_t extra) {
   if (b->len + extra + 1 <= b->cap) return 1;
   size_t cap = b->cap ? b->cap : 64;
   while (cap < b->len + extra + 1) cap *= 2;
-  char *p = realloc(b->data, cap);
+  char *p = disp__realloc(b->data, cap);
   if (!p) {
     b->oom = 1;
     return 0;
@@ -64,10 +65,10 @@ const char *disp__strbuf_cstr(disp_strbuf *b) { return b->data ? b->data : ""; }
 char *disp__strbuf_steal(disp_strbuf *b) {
   char *s;
   if (b->oom) {
-    free(b->data);
+    disp__free(b->data);
     s = NULL;
   } else if (!b->data) {
-    s = calloc(1, 1);
+    s = disp__calloc(1, 1);
   } else {
     s = b->data;
   }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "tensor/tensor_ref_internal.h"
 #include "error_internal.h"
 #include "signature_internal.h"
@@ -188,7 +189,7 @@ disp_status disp__cvalue_box_return(disp_ctype t, disp_cvalue *v, disp_stack *s)
       disp_value val = {.tag = DISP_VALUE_TENSOR_LIST};
       val.u.tensors.data = v->vec.data;
       val.u.tensors.len = v->vec.len;
-      if (!val.u.tensors.data) val.u.tensors.data = calloc(1, sizeof(disp_tensor *));
+      if (!val.u.tensors.data) val.u.tensors.data = disp__calloc(1, sizeof(disp_tensor *));
       memset(&v->vec, 0, sizeof v->vec);
       return disp_stack_push_value_steal(s, &val);
     }
@@ -203,7 +204,7 @@ void disp__cvalue_release_return(disp_ctype t, disp_cvalue *v) {
     v->tensor = NULL;
   } else if (t == DISP_CT_TENSOR_VEC) {
     for (size_t i = 0; i < v->vec.len; i++) disp_tensor_release(v->vec.data[i]);
-    free(v->vec.data);
+    disp__free(v->vec.data);
     memset(&v->vec, 0, sizeof v->vec);
   }
 }

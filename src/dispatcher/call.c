@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "disp/guard.h"
 #include "tensor/tensor_ref_internal.h"
 #include "argcheck_internal.h"
@@ -651,8 +652,8 @@ void disp__typed_entries_free(void *newest) {
   for (typed_entry *e = newest, *next; e; e = next) {
     next = e->older;
     ffi_closure_free(e->closure);
-    free(e->schema_text);
-    free(e);
+    disp__free(e->schema_text);
+    disp__free(e);
   }
 }
 
@@ -663,7 +664,7 @@ static disp_status closure_stale(const disp_op *op, const typed_entry *e) {
                               "%s: this typed entry point was made for the schema %s, but the operator has "
                               "been redefined as %s since: get a new one from disp_op_typed_entry",
                               op->name, e->schema_text ? e->schema_text : "(unknown)", text ? text : "(unknown)");
-  free(text);
+  disp__free(text);
   return st;
 }
 
@@ -723,10 +724,10 @@ done:
 
 /* A closure for signature `sig` of `o`, in front of its older ones. Locked. */
 static disp_status typed_entry_new(disp_op *o, const disp_signature *sig, typed_entry **out) {
-  typed_entry *e = calloc(1, sizeof *e);
+  typed_entry *e = disp__calloc(1, sizeof *e);
   void *code = NULL;
   if (!e || !(e->closure = ffi_closure_alloc(sizeof(ffi_closure), &code))) {
-    free(e);
+    disp__free(e);
     return disp__fail(DISP_ERR_NO_MEMORY, "%s: could not allocate a libffi closure", o->name);
   }
   e->fn = (disp_fn)code;
@@ -791,7 +792,7 @@ static disp_status push_default_list(disp_stack *s, disp_ctype ct, const disp_de
               : ct == DISP_CT_TENSOR_LIST ? sizeof(disp_tensor *) : sizeof(int64_t);
   if (ct == DISP_CT_TENSOR_LIST && n)
     return disp__fail(DISP_ERR_TYPE, "the default of Tensor list argument %s is not empty", arg_name);
-  void *data = calloc(n ? n : 1, size);
+  void *data = disp__calloc(n ? n : 1, size);
   if (!data) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory pushing the default of argument %s", arg_name);
   for (size_t j = 0; j < n; j++) {
     const disp_default *item = &items[num_items == 1 ? 0 : j];

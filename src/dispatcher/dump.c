@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
@@ -53,7 +54,7 @@ char *disp_op_dump_state(const disp_op *op) {
   if (s) {
     char *text = disp_schema_to_string(s);
     disp__strbuf_appendf(&b, "schema: %s\n", text ? text : "?");
-    free(text);
+    disp__free(text);
     disp__strbuf_appendf(&b, "debug: %s\n", op->def->debug);
     disp__strbuf_append(&b, "alias analysis kind: FROM_SCHEMA\n");
   } else {
@@ -70,7 +71,7 @@ char *disp_op_dump_state(const disp_op *op) {
                            i > 0 ? " (inactive)" : "", e->debug, inferred ? inferred : "(none)",
                            (e->flags & DISP_KERNEL_FALLTHROUGH) ? "fallthrough " : "",
                            e->boxed ? "boxed " : "", e->unboxed ? "unboxed " : "");
-      free(inferred);
+      disp__free(inferred);
     }
   }
   disp__unlock();

@@ -20,6 +20,7 @@
 
 #include <ffi.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "builtins_internal.h"
 #include "error_internal.h"
@@ -117,19 +118,19 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
   if (kind != DISP_LIBRARY_IMPL && strcmp(ns, "_") == 0)
     return disp__fail(DISP_ERR_INVALID_ARG, "%s: the namespace \"_\" is only for %s",
                       kind_macro(kind), kind_macro(DISP_LIBRARY_IMPL));
-  disp_library *lib = calloc(1, sizeof *lib);
+  disp_library *lib = disp__calloc(1, sizeof *lib);
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp__strbuf_appendf(&b, "registered at %s:%d", file ? file : "<unknown>", line);
-  if (!lib || !(lib->ns = strdup(ns)) || !(lib->debug = disp__strbuf_steal(&b))) goto oom;
+  if (!lib || !(lib->ns = disp__strdup(ns)) || !(lib->debug = disp__strbuf_steal(&b))) goto oom;
   lib->kind = kind;
   lib->key = key;
   /* Note [Plugin attribution]: recorded first, so running out of memory
    * here fails with nothing claimed. */
   if (disp__owner_defer(library_undo, lib, &lib->undo) != DISP_OK) {
-    free(lib->ns);
-    free(lib->debug);
-    free(lib);
+    disp__free(lib->ns);
+    disp__free(lib->debug);
+    disp__free(lib);
     return DISP_ERR_NO_MEMORY;
   }
 
@@ -150,15 +151,15 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
           ns, c->debug, lib->debug);
       disp__unlock();
       disp__owner_cancel(lib->undo);
-      free(lib->ns);
-      free(lib->debug);
-      free(lib);
+      disp__free(lib->ns);
+      disp__free(lib->debug);
+      disp__free(lib);
       return st;
     }
-    c = calloc(1, sizeof *c);
-    if (!c || !(c->ns = strdup(ns)) || !(c->debug = strdup(lib->debug))) {
-      if (c) free(c->ns);
-      free(c);
+    c = disp__calloc(1, sizeof *c);
+    if (!c || !(c->ns = disp__strdup(ns)) || !(c->debug = disp__strdup(lib->debug))) {
+      if (c) disp__free(c->ns);
+      disp__free(c);
       disp__unlock();
       disp__owner_cancel(lib->undo);
       goto oom;
@@ -172,10 +173,10 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
 oom:
   disp__strbuf_free(&b);
   if (lib) {
-    free(lib->ns);
-    free(lib->debug);
+    disp__free(lib->ns);
+    disp__free(lib->debug);
   }
-  free(lib);
+  disp__free(lib);
   return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating a library for %s", ns);
 }
 
@@ -188,9 +189,9 @@ void disp_library_free(disp_library *lib) {
     if (live) disp__registration_remove_locked(r);
   if (live && lib->claim) {
     HASH_DEL(disp__registry.namespaces, lib->claim);
-    free(lib->claim->ns);
-    free(lib->claim->debug);
-    free(lib->claim);
+    disp__free(lib->claim->ns);
+    disp__free(lib->claim->debug);
+    disp__free(lib->claim);
   }
   disp__unlock();
   while (lib->regs) {
@@ -198,9 +199,9 @@ void disp_library_free(disp_library *lib) {
     lib->regs = r->next;
     disp__registration_free(r);
   }
-  free(lib->ns);
-  free(lib->debug);
-  free(lib);
+  disp__free(lib->ns);
+  disp__free(lib->debug);
+  disp__free(lib);
 }
 
 const char *disp_library_namespace(const disp_library *lib) {
@@ -315,8 +316,8 @@ static void run_node(disp_library_node *node) {
   const char *msg = disp_last_error();
   if (st != DISP_OK || msg[0]) {
     node->state = -1;
-    free(node->error);
-    node->error = strdup(msg[0] ? msg : "failed");
+    disp__free(node->error);
+    node->error = disp__strdup(msg[0] ? msg : "failed");
   } else {
     node->state = 1;
   }
@@ -413,7 +414,7 @@ static void node_undo(void *ctx) {
   g_drained_tail = &g_drained;
   while (*g_drained_tail) g_drained_tail = &(*g_drained_tail)->next;
   pthread_mutex_unlock(&g_init_lock);
-  free(node->error);
+  disp__free(node->error);
   node->error = NULL;
   node->state = 0;
   node->lib = NULL;
@@ -493,7 +494,7 @@ void disp_shutdown(void) {
   /* Static libraries go first, newest first, as their registrations would. */
   int n = 0;
   for (disp_library_node *node = g_drained; node; node = node->next) n++;
-  disp_library_node **order = malloc((n ? n : 1) * sizeof *order);
+  disp_library_node **order = disp__malloc((n ? n : 1) * sizeof *order);
   int i = 0;
   for (disp_library_node *node = g_drained; node; node = node->next) {
     if (order) order[i++] = node;
@@ -502,7 +503,7 @@ void disp_shutdown(void) {
     disp_library_free(order[i]->lib);
     order[i]->lib = NULL;
   }
-  free(order);
+  disp__free(order);
 
   pthread_mutex_lock(&disp__registry.lock);
   for (int h = 0; h < g_nshutdown_hooks; h++) g_shutdown_hooks[h]();
@@ -515,7 +516,7 @@ void disp_shutdown(void) {
   /* Put every static block back in the queue for the next disp_init(). */
   for (disp_library_node *node = g_drained; node; node = node->next) {
     node->state = 0;
-    free(node->error);
+    disp__free(node->error);
     node->error = NULL;
   }
   disp_library_node *rest = g_drained;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "error_internal.h"
 #include "reclaim_internal.h"
 #include "registry_internal.h"
@@ -191,7 +192,7 @@ static disp_status publish_typed(disp_op *op) {
   if (disp__tracing()) {
     if (cur != real && cur && memcmp(cur->non_fallthrough, real->non_fallthrough, sizeof real->non_fallthrough) == 0)
       return DISP_OK; /* the traced twin is current */
-    want = malloc(sizeof *want);
+    want = disp__malloc(sizeof *want);
     if (!want) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory tracing %s", op->name);
     memcpy(want, real, sizeof *want);
     for (int i = 0; i < DISP__GRID_ROWS * DISP__GRID_COLS; i++) want->grid[i] = disp__registry.traced;
@@ -213,7 +214,7 @@ disp_status disp__op_update_table(disp_op *op) {
       memcmp(old->non_fallthrough, scratch.non_fallthrough, sizeof scratch.non_fallthrough) == 0 &&
       memcmp(old->slot, scratch.slot, sizeof scratch.slot) == 0)
     return publish_typed(op);
-  disp_op_table *fresh = malloc(sizeof *fresh);
+  disp_op_table *fresh = disp__malloc(sizeof *fresh);
   if (!fresh) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory computing the table of %s", op->name);
   memcpy(fresh, &scratch, sizeof *fresh);
   disp_op_table *typed = atomic_load_explicit(&op->table, memory_order_relaxed);

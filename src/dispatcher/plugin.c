@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "disp/plugin.h"
 #include "error_internal.h"
@@ -46,21 +47,21 @@ static char *name_of(const char *path) {
   base = base ? base + 1 : path;
   if (!strncmp(base, "lib", 3) && base[3] && base[3] != '.') base += 3;
   size_t n = strcspn(base, ".");
-  return strndup(base, n ? n : strlen(base));
+  return disp__strndup(base, n ? n : strlen(base));
 }
 
 static void plugin_free(disp_plugin *p) {
   if (!p) return;
   disp__owner_free(p->owner);
-  free(p->name);
-  free(p->path);
-  free(p);
+  disp__free(p->name);
+  disp__free(p->path);
+  disp__free(p);
 }
 
 static disp_plugin *plugin_new(const char *path) {
-  disp_plugin *p = calloc(1, sizeof *p);
+  disp_plugin *p = disp__calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->path = strdup(path);
+  p->path = disp__strdup(path);
   p->name = name_of(path);
   if (p->name) {
     disp_strbuf b;
@@ -153,11 +154,11 @@ static disp_status run_init(const disp_plugin *p, disp_plugin_init_fn init) {
 /* Undoes what the plugin did and dlcloses it, keeping the failure's message
  * (the undo actions run library code that may overwrite it). */
 static disp_status roll_back(disp_plugin *p, void *h, disp_status st) {
-  char *msg = strdup(disp_last_error());
+  char *msg = disp__strdup(disp_last_error());
   disp__owner_undo_all(p->owner);
   dlclose(h);
   if (msg) disp__fail(st, "%s", msg);
-  free(msg);
+  disp__free(msg);
   return st;
 }
 
@@ -308,7 +309,7 @@ static void autoload_one(const char *path, disp_status *first_st, char **first) 
   if (st == DISP_OK) return;
   disp__warn("DISP_PLUGINS: %s", disp_last_error());
   if (!*first) {
-    *first = strdup(disp_last_error());
+    *first = disp__strdup(disp_last_error());
     *first_st = st;
   }
 }
@@ -321,7 +322,7 @@ void disp__plugins_autoload(void) {
   g_autoloaded = 1;
   pthread_mutex_unlock(&g_lock);
   if (done || !env || !env[0]) return;
-  char *list = strdup(env);
+  char *list = disp__strdup(env);
   if (!list) {
     disp__fail(DISP_ERR_NO_MEMORY, "out of memory reading DISP_PLUGINS");
     return;
@@ -330,9 +331,9 @@ void disp__plugins_autoload(void) {
   char *first = NULL, *save = NULL;
   for (char *path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save))
     autoload_one(path, &first_st, &first);
-  free(list);
+  disp__free(list);
   if (first) disp__fail(first_st, "DISP_PLUGINS: %s", first);
-  free(first);
+  disp__free(first);
 }
 
 void disp__plugins_shutdown(void) {

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc_internal.h"
 #include "disp/call.h"
 #include "reclaim_internal.h"
 
@@ -125,7 +126,7 @@ enum { RECLAIM_BATCH = 64 };
 
 void disp__retire(void *p, void (*free_fn)(void *)) {
   if (!p) return;
-  retired *r = malloc(sizeof *r);
+  retired *r = disp__malloc(sizeof *r);
   if (!r) return; /* keep p forever rather than free it under a reader */
   r->p = p;
   r->free_fn = free_fn;
@@ -138,7 +139,7 @@ static void free_batch(retired *r) {
   while (r) {
     retired *next = r->next;
     r->free_fn(r->p);
-    free(r);
+    disp__free(r);
     r = next;
   }
 }

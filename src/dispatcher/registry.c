@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "error_internal.h"
 #include "reclaim_internal.h"
@@ -47,7 +48,7 @@ void disp__unlock(void) {
   while (fifo) {
     disp_deferred *next = fifo->next;
     fifo->fn(fifo->arg);
-    free(fifo);
+    disp__free(fifo);
     fifo = next;
   }
 }
@@ -59,7 +60,7 @@ void disp__defer(disp_deferred *d) {
 
 static void emit_warning(void *msg) {
   disp__warn("%s", (const char *)msg);
-  free(msg);
+  disp__free(msg);
 }
 
 void disp__defer_warning(const char *fmt, ...) {
@@ -69,12 +70,12 @@ void disp__defer_warning(const char *fmt, ...) {
   va_start(ap, fmt);
   disp__strbuf_vappendf(&b, fmt, ap);
   va_end(ap);
-  disp_deferred *d = malloc(sizeof *d);
-  char *msg = strdup(disp__strbuf_cstr(&b));
+  disp_deferred *d = disp__malloc(sizeof *d);
+  char *msg = disp__strdup(disp__strbuf_cstr(&b));
   disp__strbuf_free(&b);
   if (!d || !msg) {
-    free(d);
-    free(msg);
+    disp__free(d);
+    disp__free(msg);
     return;
   }
   d->fn = emit_warning;
@@ -86,7 +87,7 @@ void disp__defer_warning(const char *fmt, ...) {
 
 disp_kernel_entry *disp__kernel_entry_new(const disp_kernel *k, const char *default_debug,
                                           disp_status *st) {
-  disp_kernel_entry *e = calloc(1, sizeof *e);
+  disp_kernel_entry *e = disp__calloc(1, sizeof *e);
   if (!e) goto oom;
   e->boxed = k->boxed;
   e->unboxed = k->unboxed;
@@ -94,12 +95,12 @@ disp_kernel_entry *disp__kernel_entry_new(const disp_kernel *k, const char *defa
   e->flags = (k->flags & ~DISP__KERNEL_INDIRECT) | (k->unboxed ? 0 : DISP__KERNEL_INDIRECT);
   e->user_data = k->user_data;
   if (k->destroy) {
-    if (!(e->on_destroy = malloc(sizeof *e->on_destroy))) goto oom;
+    if (!(e->on_destroy = disp__malloc(sizeof *e->on_destroy))) goto oom;
     e->on_destroy->fn = k->destroy;
     e->on_destroy->arg = k->user_data;
     e->on_destroy->next = NULL;
   }
-  e->debug = strdup(k->debug ? k->debug : default_debug);
+  e->debug = disp__strdup(k->debug ? k->debug : default_debug);
   if (!e->debug) goto oom;
   if (k->schema) {
     *st = disp_schema_parse(k->schema, &e->schema);
@@ -119,10 +120,10 @@ oom:
 
 static void entry_free_memory(void *p) {
   disp_kernel_entry *e = p;
-  free(e->on_destroy);
-  free(e->debug);
+  disp__free(e->on_destroy);
+  disp__free(e->debug);
   disp_schema_free(e->schema);
-  free(e);
+  disp__free(e);
 }
 
 void disp__kernel_entry_discard(disp_kernel_entry *e) {
@@ -161,26 +162,26 @@ disp_status disp__op_get_or_create(const char *name, disp_op **out) {
     *out = op;
     return DISP_OK;
   }
-  op = calloc(1, sizeof *op);
-  if (!op || !(op->name = strdup(name))) {
-    free(op);
+  op = disp__calloc(1, sizeof *op);
+  if (!op || !(op->name = disp__strdup(name))) {
+    disp__free(op);
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating operator %s", name);
   }
   if (disp__op_update_table(op) != DISP_OK) {
     disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
-    if (typed != real) free(typed);
-    free(real);
-    free(op->name);
-    free(op);
+    if (typed != real) disp__free(typed);
+    disp__free(real);
+    disp__free(op->name);
+    disp__free(op);
     return DISP_ERR_NO_MEMORY;
   }
   HASH_ADD_KEYPTR(hh, disp__registry.ops, op->name, strlen(op->name), op);
   if (disp__op_lookup(name) != op) { /* uthash ran out of memory */
     disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
-    if (typed != real) free(typed);
-    free(real);
-    free(op->name);
-    free(op);
+    if (typed != real) disp__free(typed);
+    disp__free(real);
+    disp__free(op->name);
+    disp__free(op);
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory creating operator %s", name);
   }
   *out = op;
@@ -230,7 +231,7 @@ disp_status disp_op_list(const char ***names, size_t *count) {
   size_t n = 0, i = 0;
   disp_op *op, *tmp;
   HASH_ITER(hh, disp__registry.ops, op, tmp) if (atomic_load(&op->schema)) n++;
-  const char **arr = malloc((n ? n : 1) * sizeof *arr);
+  const char **arr = disp__malloc((n ? n : 1) * sizeof *arr);
   if (!arr) {
     disp__unlock();
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory listing operators");
@@ -295,9 +296,9 @@ static disp_status check_kernel_schema(const disp_op *op, const disp_schema *def
                   "function schema.\n  operator: %s\n  expected schema: %s\n    %s\n  inferred "
                   "schema: %s\n    %s\n  reason: %s",
                   op->name, want ? want : "?", def_debug, got ? got : "?", e->debug, reason);
-  free(want);
-  free(got);
-  free(reason);
+  disp__free(want);
+  disp__free(got);
+  disp__free(reason);
   return st;
 }
 
@@ -307,8 +308,8 @@ static int same_schema(const disp_schema *a, const disp_schema *b) {
     return 0;
   char *ta = disp_schema_to_string(a), *tb = disp_schema_to_string(b);
   int same = ta && tb && !strcmp(ta, tb);
-  free(ta);
-  free(tb);
+  disp__free(ta);
+  disp__free(tb);
   return same;
 }
 
@@ -326,7 +327,7 @@ static disp_signature *revive_schema(disp_schema **schema) {
     disp_signature *sig = r->sig;
     disp_schema_free(*schema);
     *schema = r->schema;
-    free(r);
+    disp__free(r);
     return sig;
   }
   return NULL;
@@ -346,7 +347,7 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
                     "multiple times. Each overload's schema should only be registered with a "
                     "single call to def(). Duplicate registration: %s. Original registration: %s",
                     text ? text : name, debug, op->def->debug);
-    free(text);
+    disp__free(text);
     disp_schema_free(schema);
     return st;
   }
@@ -363,8 +364,8 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
     disp_schema_free(schema);
     return st;
   }
-  disp_registration *reg = calloc(1, sizeof *reg);
-  if (!reg || !(reg->debug = strdup(debug))) goto oom;
+  disp_registration *reg = disp__calloc(1, sizeof *reg);
+  if (!reg || !(reg->debug = disp__strdup(debug))) goto oom;
   if (!op && disp__op_get_or_create(name, &op) != DISP_OK) goto oom;
   reg->kind = DISP_REG_DEF;
   reg->op = op;
@@ -377,8 +378,8 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
   *out = reg;
   return DISP_OK;
 oom:
-  if (reg) free(reg->debug);
-  free(reg);
+  if (reg) disp__free(reg->debug);
+  disp__free(reg);
   disp__signature_free(sig);
   disp_schema_free(schema);
   return disp__fail(DISP_ERR_NO_MEMORY, "out of memory defining %s", schema_text);
@@ -419,32 +420,32 @@ disp_status disp__register_impl(const char *ns, const char *name, disp_key key,
                     "Tried to register a kernel for %s on dispatch key %s, which is not a runtime "
                     "or alias key",
                     qualified, disp_key_name(key));
-    free(qualified);
+    disp__free(qualified);
     return st;
   }
   if ((st = check_kernel_shape(kernel, "Tried to register a kernel", qualified, key)) != DISP_OK) {
-    free(qualified);
+    disp__free(qualified);
     return st;
   }
   disp_kernel_entry *e = disp__kernel_entry_new(kernel, debug, &st);
   if (!e) {
-    free(qualified);
+    disp__free(qualified);
     return st;
   }
   disp_op *op = disp__op_lookup(qualified);
   if (op && op->def && (st = check_kernel_schema(op, atomic_load(&op->schema), op->def->debug, e)) != DISP_OK)
     goto fail;
-  disp_kernel_node *node = malloc(sizeof *node);
-  disp_registration *reg = calloc(1, sizeof *reg);
+  disp_kernel_node *node = disp__malloc(sizeof *node);
+  disp_registration *reg = disp__calloc(1, sizeof *reg);
   if (!node || !reg) {
-    free(node);
-    free(reg);
+    disp__free(node);
+    disp__free(reg);
     st = disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering a kernel for %s", qualified);
     goto fail;
   }
   if (!op && (st = disp__op_get_or_create(qualified, &op)) != DISP_OK) {
-    free(node);
-    free(reg);
+    disp__free(node);
+    disp__free(reg);
     goto fail;
   }
   if (op->kernels[key]) {
@@ -455,7 +456,7 @@ disp_status disp__register_impl(const char *ns, const char *name, disp_key key,
                "       new kernel: %s",
                text ? text : qualified, op->def ? op->def->debug : "no debug info",
                disp_key_name(key), op->kernels[key]->entry->debug, e->debug);
-    free(text);
+    disp__free(text);
   }
   node->entry = e;
   node->next = op->kernels[key];
@@ -468,16 +469,16 @@ disp_status disp__register_impl(const char *ns, const char *name, disp_key key,
   if ((st = disp__op_update_table(op)) != DISP_OK) {
     op->kernels[key] = node->next;
     op->impl_count--;
-    free(node);
-    free(reg);
+    disp__free(node);
+    disp__free(reg);
     goto fail;
   }
-  free(qualified);
+  disp__free(qualified);
   *out = reg;
   return DISP_OK;
 fail:
   disp__kernel_entry_discard(e); /* the caller keeps its user_data */
-  free(qualified);
+  disp__free(qualified);
   return st;
 }
 
@@ -537,7 +538,7 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
   }
   disp_kernel_entry *e = disp__kernel_entry_new(kernel, debug, &st);
   if (!e) return st;
-  disp_registration *reg = calloc(1, sizeof *reg);
+  disp_registration *reg = disp__calloc(1, sizeof *reg);
   if (!reg) {
     disp__kernel_entry_discard(e);
     return disp__fail(DISP_ERR_NO_MEMORY, "out of memory registering a fallback");
@@ -557,8 +558,8 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
     /* Best effort; until it succeeds a table may still hold e, so e is
      * retired (freed after the readers), never freed here. */
     publish_fallbacks(slots, n);
-    free(reg);
-    free(e->on_destroy); /* the caller keeps its user_data */
+    disp__free(reg);
+    disp__free(e->on_destroy); /* the caller keeps its user_data */
     e->on_destroy = NULL;
     disp__kernel_entry_retire(e);
     return st;
@@ -578,7 +579,7 @@ static void keep_until_shutdown(disp_kernel_entry *e) {
 }
 
 static void retire_schema(disp_schema *s, disp_signature *sig) {
-  disp_retired_schema *r = malloc(sizeof *r);
+  disp_retired_schema *r = disp__malloc(sizeof *r);
   if (!r) return; /* leak rather than free under a possible reader */
   r->schema = s;
   r->sig = sig;
@@ -607,7 +608,7 @@ void disp__registration_remove_locked(disp_registration *reg) {
         if ((*p)->entry != reg->entry) continue;
         disp_kernel_node *dead = *p;
         *p = dead->next;
-        free(dead);
+        disp__free(dead);
         break;
       }
       op->impl_count--;
@@ -650,10 +651,10 @@ const char *disp_registration_debug(const disp_registration *reg) {
 
 void disp__registration_free(disp_registration *reg) {
   if (!reg) return;
-  free(reg->debug);
+  disp__free(reg->debug);
   disp_schema_free(reg->schema);
   disp__signature_free(reg->sig);
-  free(reg);
+  disp__free(reg);
 }
 
 /* ---- teardown (disp_shutdown) ------------------------------------------- */
@@ -664,15 +665,15 @@ static void free_op(disp_op *op) {
       disp_kernel_node *n = op->kernels[k];
       op->kernels[k] = n->next;
       disp__kernel_entry_free_at_shutdown(n->entry);
-      free(n);
+      disp__free(n);
     }
   }
   disp_op_table *real = atomic_load(&op->real), *typed = atomic_load(&op->table);
-  if (typed != real) free(typed);
-  free(real);
+  if (typed != real) disp__free(typed);
+  disp__free(real);
   disp__typed_entries_free(op->closure);
-  free(op->name);
-  free(op);
+  disp__free(op->name);
+  disp__free(op);
 }
 
 /* Frees every operator, fallback, namespace claim and kept or retired entry,
@@ -698,9 +699,9 @@ void disp__registry_teardown(void) {
   disp_namespace_claim *c, *ctmp;
   HASH_ITER(hh, disp__registry.namespaces, c, ctmp) {
     HASH_DEL(disp__registry.namespaces, c);
-    free(c->ns);
-    free(c->debug);
-    free(c);
+    disp__free(c->ns);
+    disp__free(c->debug);
+    disp__free(c);
   }
   while (disp__registry.kept_entries) {
     disp_kernel_entry *e = disp__registry.kept_entries;
@@ -713,7 +714,7 @@ void disp__registry_teardown(void) {
     disp__registry.retired_schemas = r->next;
     disp_schema_free(r->schema);
     disp__signature_free(r->sig);
-    free(r);
+    disp__free(r);
   }
   disp__kernel_entry_free_at_shutdown(disp__registry.ambiguous);
   disp__registry.ambiguous = NULL;

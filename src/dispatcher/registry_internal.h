@@ -31,8 +31,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
+#include "uthash_internal.h"
 
 #include "disp/call.h"
 #include "disp/dispatcher.h"

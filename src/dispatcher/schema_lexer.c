@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "error_internal.h"
 #include "schema_internal.h"
 
@@ -341,7 +342,7 @@ static disp_status decode_number(const disp_lexer *lx, const disp_token *t, int 
   char point[8];
   locale_point(point, sizeof point);
   size_t plen = strlen(point);
-  char *buf = malloc(t->len * plen + 2);
+  char *buf = disp__malloc(t->len * plen + 2);
   if (!buf) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory parsing a schema");
   size_t o = 0;
   if (neg) buf[o++] = '-';
@@ -367,7 +368,7 @@ static disp_status decode_number(const disp_lexer *lx, const disp_token *t, int 
     v->i = strtoll(buf, &end, 10);
   }
   bad = errno == ERANGE || *end != '\0';
-  free(buf);
+  disp__free(buf);
   if (bad) return disp__schema_fail_expected(lx, t, is_float ? "a finite float within range"
                                                              : "a 64-bit integer");
   return DISP_OK;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "error_internal.h"
 #include "schema_internal.h"
@@ -48,7 +49,7 @@ void *disp__arena_alloc(disp_arena *a, size_t n) {
   disp_arena_chunk *c = a->head;
   if (!c || c->cap - c->used < n) {
     size_t cap = n > CHUNK_MIN ? n : CHUNK_MIN;
-    c = malloc(CHUNK_HEADER + cap);
+    c = disp__malloc(CHUNK_HEADER + cap);
     if (!c) return NULL;
     c->next = a->head;
     c->used = 0;
@@ -73,7 +74,7 @@ void disp__arena_free(disp_arena *a) {
   disp_arena_chunk *c = a->head;
   while (c) {
     disp_arena_chunk *next = c->next;
-    free(c);
+    disp__free(c);
     c = next;
   }
   a->head = NULL;
@@ -705,7 +706,7 @@ disp_status disp__schema_parse_decl(const char *text, const char *default_ns,
   if (default_ns && !is_identifier(default_ns)) {
     return disp__fail(DISP_ERR_INVALID_ARG, "namespace '%s' is not an identifier", default_ns);
   }
-  disp_schema *s = calloc(1, sizeof *s);
+  disp_schema *s = disp__calloc(1, sizeof *s);
   if (!s) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory while parsing a schema");
   parser p;
   memset(&p, 0, sizeof p);
@@ -723,7 +724,7 @@ disp_status disp__schema_parse_decl(const char *text, const char *default_ns,
     ok = 0;
   }
   if (ok && qualified_out) {
-    *qualified_out = malloc(strlen(s->qualified) + 1);
+    *qualified_out = disp__malloc(strlen(s->qualified) + 1);
     if (!*qualified_out) {
       oom(&p);
       ok = 0;
@@ -771,7 +772,7 @@ disp_status disp_schema_parse_name(const char *text, const char *default_ns,
 void disp_schema_free(disp_schema *s) {
   if (!s) return;
   disp__arena_free(&s->arena);
-  free(s);
+  disp__free(s);
 }
 
 disp_schema *disp_schema_copy(const disp_schema *s) {
@@ -785,7 +786,7 @@ disp_schema *disp_schema_copy(const disp_schema *s) {
   }
   disp_schema *copy = NULL;
   disp_status st = disp_schema_parse(text, &copy);
-  free(text);
+  disp__free(text);
   DISP_ASSERT(st == DISP_OK || st == DISP_ERR_NO_MEMORY);
   return copy;
 }

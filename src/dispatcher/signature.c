@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "error_internal.h"
 #include "schema_internal.h"
 #include "signature_internal.h"
@@ -83,7 +84,7 @@ disp_status disp__signature_new(const disp_schema *schema, disp_signature **out)
   if (schema->num_args > DISP_MAX_ARGS || schema->num_rets > DISP_MAX_RETS)
     return disp__fail(DISP_ERR_SCHEMA, "%s has %zu arguments and %zu returns; libdispatch supports at most %d and %d",
                       schema->qualified, schema->num_args, schema->num_rets, DISP_MAX_ARGS, DISP_MAX_RETS);
-  disp_signature *sig = calloc(1, sizeof *sig);
+  disp_signature *sig = disp__calloc(1, sizeof *sig);
   if (!sig) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory building the signature of %s", schema->qualified);
   sig->varargs = schema->is_vararg;
   sig->varrets = schema->is_varret;
@@ -116,7 +117,7 @@ disp_status disp__signature_new(const disp_schema *schema, disp_signature **out)
   if (sig->supported) {
     disp_status st = disp__ffi_prepare(sig, schema->qualified);
     if (st != DISP_OK) {
-      free(sig);
+      disp__free(sig);
       return st;
     }
   }
@@ -124,7 +125,7 @@ disp_status disp__signature_new(const disp_schema *schema, disp_signature **out)
   return DISP_OK;
 }
 
-void disp__signature_free(disp_signature *sig) { free(sig); }
+void disp__signature_free(disp_signature *sig) { disp__free(sig); }
 
 int disp__signature_same_c(const disp_signature *a, const disp_signature *b) {
   if (a == b) return 1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "tensor/tensor_ref_internal.h"
 #include "disp/value.h"
 #include "argcheck_internal.h"
@@ -34,24 +35,24 @@ const char *disp_value_tag_name(disp_value_tag tag) {
 void disp_tensor_vec_free(disp_tensor_vec *v) {
   if (!v) return;
   for (size_t i = 0; i < v->len; i++) disp_tensor_release(v->data[i]);
-  free(v->data);
+  disp__free(v->data);
   v->data = NULL;
   v->len = 0;
 }
 
-disp_stack *disp_stack_new(void) { return calloc(1, sizeof(disp_stack)); }
+disp_stack *disp_stack_new(void) { return disp__calloc(1, sizeof(disp_stack)); }
 
 void disp_value_clear(disp_value *v) {
   if (!v) return; /* nothing to clear */
   switch (v->tag) {
     case DISP_VALUE_TENSOR: disp_tensor_release(v->u.tensor); break;
-    case DISP_VALUE_STRING: free(v->u.str); break;
-    case DISP_VALUE_INT_LIST: free(v->u.ints.data); break;
-    case DISP_VALUE_DOUBLE_LIST: free(v->u.doubles.data); break;
-    case DISP_VALUE_BOOL_LIST: free(v->u.bools.data); break;
+    case DISP_VALUE_STRING: disp__free(v->u.str); break;
+    case DISP_VALUE_INT_LIST: disp__free(v->u.ints.data); break;
+    case DISP_VALUE_DOUBLE_LIST: disp__free(v->u.doubles.data); break;
+    case DISP_VALUE_BOOL_LIST: disp__free(v->u.bools.data); break;
     case DISP_VALUE_TENSOR_LIST: /* the array may be NULL whatever its count says (written by hand) */
       for (size_t i = 0; v->u.tensors.data && i < v->u.tensors.len; i++) disp_tensor_release(v->u.tensors.data[i]);
-      free(v->u.tensors.data);
+      disp__free(v->u.tensors.data);
       break;
     case DISP_VALUE_STORAGE: disp_storage_release(v->u.storage); break;
     default: break;
@@ -109,8 +110,8 @@ static __attribute__((noinline)) void clear_rest(disp_stack *s) {
 void disp_stack_free(disp_stack *s) {
   if (!s) return;
   disp_stack_clear(s);
-  free(s->v);
-  free(s);
+  disp__free(s->v);
+  disp__free(s);
 }
 
 size_t disp_stack_size(const disp_stack *s) { return s ? s->len : 0; }
@@ -136,7 +137,7 @@ disp_value *disp_stack_peek(disp_stack *s, size_t i) {
 static disp_value *slot(disp_stack *s) {
   if (s->len == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 8;
-    disp_value *p = realloc(s->v, cap * sizeof *p);
+    disp_value *p = disp__realloc(s->v, cap * sizeof *p);
     if (!p) return NULL;
     s->v = p;
     s->cap = cap;
@@ -227,13 +228,13 @@ disp_status disp_stack_push_scalar(disp_stack *s, disp_scalar x) {
 disp_status disp_stack_push_string(disp_stack *s, const char *x) {
   DISP_REFUSE_NULL(s);
   if (!x) return disp_stack_push_none(s);
-  disp_value v = {.tag = DISP_VALUE_STRING, .u.str = strdup(x)};
+  disp_value v = {.tag = DISP_VALUE_STRING, .u.str = disp__strdup(x)};
   if (!v.u.str) return oom();
   return disp_stack_push_value_steal(s, &v);
 }
 
 static void *dup_array(const void *src, size_t n, size_t size) {
-  void *p = malloc(n ? n * size : 1);
+  void *p = disp__malloc(n ? n * size : 1);
   if (p && n) memcpy(p, src, n * size);
   return p;
 }
@@ -369,8 +370,8 @@ static int g_cache_key_ok;
  * (no call is running), and every value was cleared on give-back. */
 static void cache_free(void *p) {
   stack_cache *c = p;
-  for (int i = 0; i < CACHED_STACKS; i++) free(c->s[i].v);
-  free(c);
+  for (int i = 0; i < CACHED_STACKS; i++) disp__free(c->s[i].v);
+  disp__free(c);
   tls_cache = NULL; /* a later destructor that calls the library makes a new one */
 }
 
@@ -380,13 +381,13 @@ static void make_cache_key(void) { g_cache_key_ok = pthread_key_create(&g_cache_
 static __attribute__((noinline)) disp_stack *borrow_slow(void) {
   if (!tls_cache) {
     pthread_once(&g_cache_once, make_cache_key);
-    stack_cache *c = g_cache_key_ok ? calloc(1, sizeof *c) : NULL;
+    stack_cache *c = g_cache_key_ok ? disp__calloc(1, sizeof *c) : NULL;
     if (c && pthread_setspecific(g_cache_key, c) == 0) {
       tls_cache = c;
       c->used = 1;
       return &c->s[0];
     }
-    free(c); /* without a cache every borrow allocates, as before it existed */
+    disp__free(c); /* without a cache every borrow allocates, as before it existed */
   }
   return disp_stack_new();
 }
@@ -403,7 +404,7 @@ void disp__stack_give_back(disp_stack *s) {
     disp_stack_clear(s);
     c->used--;
     if (s->cap > KEPT_CAPACITY) {
-      free(s->v);
+      disp__free(s->v);
       s->v = NULL;
       s->cap = 0;
     }

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
@@ -488,7 +489,7 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
   const void *x = disp__conv_view_as(input, ct, &xo), *w = disp__conv_view_as(weight, ct, &wo);
   void *y = disp__conv_out_as(out, ct, &yo);
   double *bv = NULL;
-  if (!x || !w || !y || (bias && !(bv = malloc(sizeof(double) * (size_t)(osz[1] + 1))))) {
+  if (!x || !w || !y || (bias && !(bv = disp__malloc(sizeof(double) * (size_t)(osz[1] + 1))))) {
     st = disp_set_error(DISP_ERR_NO_MEMORY, "convolution: out of memory");
   } else {
     /* the bias is first converted to the result's dtype (the slow kernels
@@ -501,9 +502,9 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
     }
     st = run_prim_as(ct, transposed ? PRIM_BWD_IN : PRIM_FWD, &gm, x, w, y, bv);
   }
-  free(bv);
+  disp__free(bv);
   disp__conv_out_done(out, yo, ct, st == DISP_OK);
-  free(xo), free(wo);
+  disp__free(xo), disp__free(wo);
   if (st != DISP_OK) {
     disp_tensor_release(out);
     return st;
@@ -628,7 +629,7 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
       int64_t c = osz[1], sp = grad_output->numel / (osz[0] * c > 0 ? osz[0] * c : 1);
       st = backward_bias(op, gb, ct, dy, osz[0], c, sp);
     }
-    free(xo), free(wo), free(dyo);
+    disp__free(xo), disp__free(wo), disp__free(dyo);
   }
   if (st != DISP_OK) {
     disp_tensor_release(gi), disp_tensor_release(gw), disp_tensor_release(gb);

@@ -211,7 +211,7 @@ static CT *CP(cols_alloc)(const geom *gm) {
   size_t bytes;
   if (disp__mul_i64(ck, prod3(gm->out), &ncols) || disp__mul_size(sizeof(CT), (size_t)(ncols > 0 ? ncols : 1), &bytes))
     return NULL;
-  return malloc(bytes);
+  return disp__malloc(bytes);
 }
 
 /* One primitive's arguments and the failure of any of its threads. */
@@ -301,7 +301,7 @@ static void CP(prim_samples)(int64_t lo, int64_t hi, void *arg) {
       }
     }
   }
-  free(cols);
+  disp__free(cols);
   if (st != DISP_OK) atomic_store(&j->failed, 1);
 }
 
@@ -320,7 +320,7 @@ static disp_status CP(weight_grad_range)(const geom *gm, const CT *x, const CT *
       CP(im2col)(gm, x + (n * gm->ci + g * cg) * IN, cg, cols);
       st = CP(weight_product)(og, OUT, ck, dy + (n * gm->co + g * og) * OUT, cols, dw + g * og * ck);
     }
-  free(cols);
+  disp__free(cols);
   return st;
 }
 
@@ -352,7 +352,7 @@ static void CP(wgrad_chunks)(int64_t c0, int64_t c1, void *arg) {
 static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *dy, CT *dw) {
   int64_t size = gm->co * (gm->ci / gm->g) * prod3(gm->k), chunks = wgrad_chunks(gm, sizeof(CT));
   if (chunks <= 1) return CP(weight_grad_range)(gm, x, dy, 0, gm->n, dw);
-  CT *part = malloc(sizeof(CT) * (size_t)(chunks * size));
+  CT *part = disp__malloc(sizeof(CT) * (size_t)(chunks * size));
   if (!part) return DISP_ERR_NO_MEMORY;
   CP(wgrad_job) j = {gm, x, dy, part, (gm->n + chunks - 1) / chunks, 0};
   disp__parallel_for(0, chunks, 1, CP(wgrad_chunks), &j);
@@ -360,7 +360,7 @@ static disp_status CP(prim_weight_grad)(const geom *gm, const CT *x, const CT *d
     memcpy(dw, part, sizeof(CT) * (size_t)size);
     for (int64_t c = 1; c < chunks; c++) CP(add_to)(dw, part + c * size, size);
   }
-  free(part);
+  disp__free(part);
   return atomic_load(&j.failed) ? DISP_ERR_NO_MEMORY : DISP_OK;
 }
 

@@ -1,6 +1,7 @@
 /*
  * conv_util.c - shared helpers of conv.c and pool.c (see conv_util.h).
  */
+#include "alloc_internal.h"
 #include "conv_util.h"
 
 #include <stdio.h>
@@ -63,7 +64,7 @@ disp_status disp__conv_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp
  * are the ones disp__load_f64/disp__store_f64 make. */
 void *disp__conv_load_as(const disp_tensor *t, disp_dtype ct) {
   size_t isz = disp_dtype_itemsize(ct);
-  void *v = malloc(isz * (size_t)(t->numel > 0 ? t->numel : 1));
+  void *v = disp__malloc(isz * (size_t)(t->numel > 0 ? t->numel : 1));
   if (!v) return NULL;
   if (t->numel == 0) return v;
   int64_t cs[DISP_TENSOR_MAX_DIMS];
@@ -97,10 +98,10 @@ const void *disp__conv_view_as(const disp_tensor *t, disp_dtype ct, void **owned
 void *disp__conv_out_as(disp_tensor *t, disp_dtype ct, void **owned) {
   *owned = NULL;
   if (direct(t, ct)) return disp_tensor_data_ptr(t);
-  return *owned = malloc(disp_dtype_itemsize(ct) * (size_t)(t->numel > 0 ? t->numel : 1));
+  return *owned = disp__malloc(disp_dtype_itemsize(ct) * (size_t)(t->numel > 0 ? t->numel : 1));
 }
 
 void disp__conv_out_done(disp_tensor *t, void *owned, disp_dtype ct, int store) {
   if (owned && store) disp__conv_store_from(t, owned, ct);
-  free(owned);
+  disp__free(owned);
 }

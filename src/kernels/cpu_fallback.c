@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "disp/aten.h"
 #include "disp/cpu_fallback.h"
 #include "cpu_fallback_internal.h"
@@ -162,7 +163,7 @@ typedef disp_status (*move_fn)(const fb_call *c, disp_tensor *t, disp_tensor **o
  * On failure the caller clears *out, which holds what was made so far. */
 static disp_status map_list(const fb_call *c, const disp_value *v, move_fn fn, disp_value *out) {
   size_t n = v->u.tensors.len;
-  disp_tensor **ts = calloc(n ? n : 1, sizeof *ts);
+  disp_tensor **ts = disp__calloc(n ? n : 1, sizeof *ts);
   if (!ts) return disp__fail(DISP_ERR_NO_MEMORY, "disp_cpu_fallback: out of memory");
   out->tag = DISP_VALUE_TENSOR_LIST;
   out->u.tensors.data = ts;
@@ -359,11 +360,11 @@ disp_status disp_cpu_fallback(const disp_op *op, disp_keyset ks, disp_stack *sta
   if ((st = check_one_device(&c)) != DISP_OK || (st = check_views(&c, flags)) != DISP_OK) return st;
   if (flags & DISP_CPU_FALLBACK_WARN) disp__fb_warn_once(op, (disp_backend)disp_keyset_backend_index(ks));
   disp_trace_note("[cpu_fallback]", op, ks);
-  c.cpu = calloc(c.nargs ? c.nargs : 1, sizeof *c.cpu);
+  c.cpu = disp__calloc(c.nargs ? c.nargs : 1, sizeof *c.cpu);
   if (!c.cpu) return disp__fail(DISP_ERR_NO_MEMORY, "disp_cpu_fallback: out of memory");
   st = run(&c);
   for (size_t i = 0; i < c.nargs; i++) disp_value_clear(&c.cpu[i]);
-  free(c.cpu);
+  disp__free(c.cpu);
   return st;
 }
 

@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HASH_NONFATAL_OOM 1
 /* A node the table could not take is freed: that name warns again later. */
-#define uthash_nonfatal_oom(obj) free(obj)
-#include <uthash.h>
+#define uthash_nonfatal_oom(obj) disp__free(obj)
+#include "uthash_internal.h"
 
 #include "cpu_fallback_internal.h"
 #include "error_internal.h"
@@ -33,7 +32,7 @@ static int add_name(const char *name) {
   size_t len = strlen(name);
   HASH_FIND(hh, g_warned, name, len, w);
   if (w) return 0;
-  if (!(w = malloc(sizeof *w + len + 1))) return 1;
+  if (!(w = disp__malloc(sizeof *w + len + 1))) return 1;
   memcpy(w->name, name, len + 1);
   HASH_ADD_KEYPTR(hh, g_warned, w->name, len, w);
   return 1;

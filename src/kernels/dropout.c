@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 
+#include "alloc_internal.h"
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
@@ -44,13 +45,13 @@ static disp_status native_dropout_impl(disp_tensor *input, double p, disp_opt_bo
     double scale = p1m == 0.0 ? 0.0 : 1.0 / p1m;
     st = disp_aten_empty_like(input, DISP_DTYPE_BOOL, -1, nodev, nopin, -1, &mask);
     if (st == DISP_OK && mask->device.type == DISP_BACKEND_CPU) {
-      double *m = malloc(sizeof(double) * (size_t)mask->numel);
+      double *m = disp__malloc(sizeof(double) * (size_t)mask->numel);
       if (!m) st = disp_set_error(DISP_ERR_NO_MEMORY, "native_dropout: out of memory");
       else {
         disp__rng r = disp__rng_reserve((uint64_t)mask->numel);
         for (int64_t i = 0; i < mask->numel; i++) m[i] = disp__rng_bernoulli(&r, p1m);
         disp__conv_store(mask, m);
-        free(m);
+        disp__free(m);
       }
     }
     if (st == DISP_OK) st = disp_aten_mul_Tensor(input, mask, &out);

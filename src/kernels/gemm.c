@@ -8,6 +8,7 @@
  * a*b+c over contiguous memory that compilers vectorize. C is scaled by beta
  * once up front and then accumulated into block by block.
  */
+#include "alloc_internal.h"
 #include "gemm.h"
 
 #include <limits.h>
@@ -82,10 +83,10 @@ static disp_status oom(void) {
         *cp = beta == (T)0 ? (T)0 : beta == (T)1 ? *cp : (T)(beta * *cp);                          \
       }                                                                                            \
     if (k == 0 || m == 0 || n == 0 || alpha == (T)0) return DISP_OK;                               \
-    T *bp = malloc(sizeof(T) * GEMM_KC * GEMM_NC);                                                 \
-    T *ap = malloc(sizeof(T) * GEMM_MC * GEMM_KC);                                                 \
+    T *bp = disp__malloc(sizeof(T) * GEMM_KC * GEMM_NC);                                                 \
+    T *ap = disp__malloc(sizeof(T) * GEMM_MC * GEMM_KC);                                                 \
     if (!bp || !ap) {                                                                              \
-      free(bp), free(ap);                                                                          \
+      disp__free(bp), disp__free(ap);                                                                          \
       return oom();                                                                                \
     }                                                                                              \
     T acc[4][GEMM_NC];                                                                             \
@@ -124,8 +125,8 @@ static disp_status oom(void) {
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
-    free(bp);                                                                                      \
-    free(ap);                                                                                      \
+    disp__free(bp);                                                                                      \
+    disp__free(ap);                                                                                      \
     return DISP_OK;                                                                                \
   }
 
@@ -175,7 +176,7 @@ static int blas_desc(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_T
 /* A contiguous row-major copy of a strided operand. */
 #define DEFINE_PACK(NAME, T)                                                              \
   static T *NAME(int64_t rows, int64_t cols, const T *x, int64_t rs, int64_t cs) {        \
-    T *p = malloc(sizeof(T) * (size_t)(rows * cols > 0 ? rows * cols : 1));               \
+    T *p = disp__malloc(sizeof(T) * (size_t)(rows * cols > 0 ? rows * cols : 1));               \
     if (!p) return NULL;                                                                  \
     for (int64_t i = 0; i < rows; i++)                                                    \
       for (int64_t j = 0; j < cols; j++) p[i * cols + j] = x[i * rs + j * cs];            \
@@ -222,7 +223,7 @@ static void zero_rows(void *c, int64_t m, int64_t n, int64_t ld, size_t elem) {
       }                                                                                           \
       if (!blas_desc(k, n, brs, bcs, &tb, &ldb)) {                                                \
         if (!(pb = PACK(k, n, b, brs, bcs))) {                                                    \
-          free(pa);                                                                               \
+          disp__free(pa);                                                                               \
           return oom();                                                                           \
         }                                                                                         \
         b = pb, tb = CblasNoTrans, ldb = n > 1 ? (int)n : 1;                                      \
@@ -232,18 +233,18 @@ static void zero_rows(void *c, int64_t m, int64_t n, int64_t ld, size_t elem) {
         beta = (T)1;                                                                              \
       }                                                                                           \
       GEMM(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, lda, b, ldb, beta, c, ldc);   \
-      free(pa);                                                                                   \
-      free(pb);                                                                                   \
+      disp__free(pa);                                                                                   \
+      disp__free(pb);                                                                                   \
       return DISP_OK;                                                                             \
     }                                                                                             \
   scratch: {                                                                                      \
-    T *s = beta == (T)0 ? malloc(sizeof(T) * (size_t)(m * n)) : PACK(m, n, c, crs, ccs);          \
+    T *s = beta == (T)0 ? disp__malloc(sizeof(T) * (size_t)(m * n)) : PACK(m, n, c, crs, ccs);          \
     if (!s) return oom();                                                                         \
     disp_status st = NAME(m, n, k, alpha, a, ars, acs, b, brs, bcs, beta, s, n, 1);               \
     if (st == DISP_OK)                                                                            \
       for (int64_t i = 0; i < m; i++)                                                             \
         for (int64_t j = 0; j < n; j++) c[i * crs + j * ccs] = s[i * n + j];                      \
-    free(s);                                                                                      \
+    disp__free(s);                                                                                      \
     return st;                                                                                    \
   }                                                                                               \
   }
@@ -533,7 +534,7 @@ disp_status disp__gemm(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scal
   int fl = disp_dtype_is_floating(dt);
   size_t esz = fl ? sizeof(float) : sizeof(uint64_t);
   size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
-  char *buf = malloc(esz * (na + nb + nc) + 1);
+  char *buf = disp__malloc(esz * (na + nb + nc) + 1);
   if (!buf) return oom();
   char *pa = buf, *pb = buf + esz * na, *pc = pb + esz * nb;
   const char *ad = a.data, *bd = b.data;
@@ -582,6 +583,6 @@ disp_status disp__gemm(disp_dtype dt, int64_t m, int64_t n, int64_t k, disp_scal
         for (int64_t j = 0; j < n; j++) disp__store_int64(ELEM(cd, c, i, j), dt, (int64_t)uc[i * n + j]);
   }
 #undef ELEM
-  free(buf);
+  disp__free(buf);
   return st;
 }

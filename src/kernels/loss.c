@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc_internal.h"
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
@@ -259,7 +260,7 @@ static disp_status nll_sum(const disp_tensor *self, const disp_tensor *target, c
                            int64_t ignore_index, disp_tensor *per_sample, int64_t nc, int64_t n, double *sum,
                            double *total) {
   int64_t nb = (n + NLL_BLOCK - 1) / NLL_BLOCK;
-  double small[2 * 16], *buf = nb <= 16 ? small : malloc(sizeof(double) * 2 * (size_t)nb);
+  double small[2 * 16], *buf = nb <= 16 ? small : disp__malloc(sizeof(double) * 2 * (size_t)nb);
   if (!buf) return disp_set_error(DISP_ERR_NO_MEMORY, "nll_loss_forward: out of memory");
   nll_job j = {self, target, weight, per_sample, ignore_index, nc, n, buf, buf + nb, INT64_MAX};
   disp__parallel_for(0, nb, DISP_GRAIN_SIZE / NLL_BLOCK, nll_blocks, &j);
@@ -270,7 +271,7 @@ static disp_status nll_sum(const disp_tensor *self, const disp_tensor *target, c
   } else {
     for (int64_t b = 0; b < nb; b++) *sum += buf[b], *total += buf[nb + b];
   }
-  if (buf != small) free(buf);
+  if (buf != small) disp__free(buf);
   return st;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "conv_util.h"
@@ -216,7 +217,7 @@ static disp_dtype pool_ct(disp_dtype dt) { return dt == DISP_DTYPE_FLOAT32 ? DIS
 
 /* The windows of every output row and column (the same for every plane). */
 static pool_taps *make_taps(const pool_geom *g) {
-  pool_taps *t = malloc(sizeof(pool_taps) * (size_t)(g->oh + g->ow));
+  pool_taps *t = disp__malloc(sizeof(pool_taps) * (size_t)(g->oh + g->ow));
   for (int64_t i = 0; t && i < g->oh; i++) t[i] = window_taps(i * g->sh - g->ph, g->kh, g->dh, g->ih);
   for (int64_t i = 0; t && i < g->ow; i++) t[g->oh + i] = window_taps(i * g->sw - g->pw, g->kw, g->dw, g->iw);
   return t;
@@ -273,7 +274,7 @@ disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list k
   pool_taps *t = make_taps(&g);
   if (x && y && ix && t) max_pool_run(&g, ct, t, x, y, ix);
   else st = disp_set_error(DISP_ERR_NO_MEMORY, "max_pool2d_with_indices: out of memory");
-  free(t), free(xo);
+  disp__free(t), disp__free(xo);
   disp__conv_out_done(out, yo, ct, st == DISP_OK);
   disp__conv_out_done(idx, io, DISP_DTYPE_INT64, st == DISP_OK);
   if (st != DISP_OK) {
@@ -370,7 +371,7 @@ disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output,
       st = FAIL("%s: index %.0f is out of bounds for an input plane of %lld elements", op, (double)ix[bad],
                 (long long)(g.ih * g.iw));
   }
-  free(dyo), free(ixo);
+  disp__free(dyo), disp__free(ixo);
   disp__conv_out_done(gi, dxo, ct, st == DISP_OK);
   if (st != DISP_OK) {
     disp_tensor_release(gi);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "aten_internal.h"
 #include "aten_kernels.h"
 #include "disp/aten.h"
@@ -188,7 +189,7 @@ disp_status disp__cea_stack(disp_tensor_list tensors, int64_t dim, disp_tensor *
   int64_t d;
   disp_status st = disp__views_wrap_dim(dim, first->ndim + 1, &d);
   if (st != DISP_OK) return st;
-  disp_tensor **parts = calloc(tensors.len, sizeof *parts);
+  disp_tensor **parts = disp__calloc(tensors.len, sizeof *parts);
   if (!parts) return disp_set_error(DISP_ERR_NO_MEMORY, "stack: out of memory");
   for (size_t i = 0; i < tensors.len && st == DISP_OK; i++) st = disp_aten_unsqueeze(tensors.data[i], d, &parts[i]);
   if (st == DISP_OK) {
@@ -196,6 +197,6 @@ disp_status disp__cea_stack(disp_tensor_list tensors, int64_t dim, disp_tensor *
     st = disp_aten_cat(l, d, out0);
   }
   for (size_t i = 0; i < tensors.len; i++) disp_tensor_release(parts[i]);
-  free(parts);
+  disp__free(parts);
   return st;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "error_internal.h"
 #include "host_cache.h"
 #include "objcache.h"
@@ -78,7 +79,7 @@ static void *cpu_allocate(size_t nbytes, disp_device device, void *ctx) {
   char *raw = home == HOME_SMALL    ? disp__cache_get(DISP__CACHE_SMALL_DATA, total)
               : home == HOME_MEDIUM ? disp__cache_get(DISP__CACHE_MEDIUM_DATA, total)
               : home == HOME_LARGE  ? disp__host_cache_get(total)
-                                    : malloc(total);
+                                    : disp__malloc(total);
   if (!raw) return NULL;
   uintptr_t aligned = ((uintptr_t)raw + sizeof(void *) + CPU_ALIGNMENT - 1) & ~(uintptr_t)(CPU_ALIGNMENT - 1);
   if (home == HOME_LARGE) aligned += next_colour();
@@ -96,7 +97,7 @@ static void cpu_deallocate(void *ptr, size_t nbytes, disp_device device, void *c
   if (home == HOME_SMALL) disp__cache_put(DISP__CACHE_SMALL_DATA, raw);
   else if (home == HOME_MEDIUM) disp__cache_put(DISP__CACHE_MEDIUM_DATA, raw);
   else if (home == HOME_LARGE) disp__host_cache_put(raw, total);
-  else free(raw);
+  else disp__free(raw);
 }
 
 static void *meta_allocate(size_t nbytes, disp_device device, void *ctx) {

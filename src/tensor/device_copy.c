@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "device_internal.h"
 #include "tensor_internal.h"
@@ -68,7 +69,7 @@ disp_status disp_device_copy(void *dst, disp_device dst_dev, const void *src, di
 
 static void free_host_copy(void *data, void *ctx) {
   (void)ctx;
-  free(data);
+  disp__free(data);
 }
 
 /* Bytes from t's first element to one past its last (it has elements). */
@@ -93,13 +94,13 @@ disp_status disp__tensor_host_view(const char *fn, const disp_tensor *t, disp_te
                       fn, d, disp_device_type_name(t->device.type));
   }
   size_t n = span_bytes(t);
-  void *buf = malloc(n);
+  void *buf = disp__malloc(n);
   if (!buf) return disp__fail(DISP_ERR_NO_MEMORY, "%s: out of memory copying a tensor to the host", fn);
   disp_status s = disp_device_copy(buf, disp_device_make(DISP_BACKEND_CPU, -1), disp_tensor_data_ptr(t), t->device, n);
   disp_storage *st = NULL;
   if (s == DISP_OK) s = disp_storage_new_with_data(buf, n, disp_device_make(DISP_BACKEND_CPU, -1), free_host_copy, NULL, &st);
   if (s != DISP_OK) {
-    free(buf);
+    disp__free(buf);
     disp__error_prefix("%s: ", fn);
     return s;
   }

@@ -9,6 +9,7 @@
  * their first word and freed after the lock is dropped: free() of a large
  * block can be a munmap, which other threads need not wait for.
  */
+#include "alloc_internal.h"
 #include "host_cache.h"
 
 #include <pthread.h>
@@ -99,13 +100,13 @@ static void evict_for(size_t room, size_t lim, void **chain) {
 static void free_chain(void *chain) {
   while (chain) {
     void *next = *(void **)chain;
-    free(chain);
+    disp__free(chain);
     chain = next;
   }
 }
 
 void *disp__host_cache_get(size_t cls) {
-  if (limit() == 0) return malloc(cls);
+  if (limit() == 0) return disp__malloc(cls);
   void *chain = NULL, *found = NULL;
   pthread_mutex_lock(&g_lock);
   g_clock++;
@@ -114,13 +115,13 @@ void *disp__host_cache_get(size_t cls) {
   evict_for(0, SIZE_MAX, &chain);
   pthread_mutex_unlock(&g_lock);
   free_chain(chain);
-  return found ? found : malloc(cls);
+  return found ? found : disp__malloc(cls);
 }
 
 void disp__host_cache_put(void *block, size_t cls) {
   if (!block) return;
   if (cls > limit()) {
-    free(block);
+    disp__free(block);
     return;
   }
   void *chain = NULL;
@@ -129,7 +130,7 @@ void disp__host_cache_put(void *block, size_t cls) {
   size_t lim = atomic_load_explicit(&g_limit, memory_order_relaxed);
   if (cls > lim) {
     pthread_mutex_unlock(&g_lock);
-    free(block);
+    disp__free(block);
     return;
   }
   evict_for(cls, lim, &chain);

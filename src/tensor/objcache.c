@@ -1,6 +1,7 @@
 /*
  * objcache.c - the per-thread block cache (objcache.h).
  */
+#include "alloc_internal.h"
 #include "objcache.h"
 
 #include <pthread.h>
@@ -39,7 +40,7 @@ static void drain(void *arg) {
     while (c->head[k]) {
       free_block *b = c->head[k];
       c->head[k] = b->next;
-      free(b);
+      disp__free(b);
     }
     c->count[k] = 0;
   }
@@ -55,7 +56,7 @@ void *disp__cache_get(disp__cache_kind kind, size_t size) {
     c->count[kind]--;
     return b;
   }
-  return malloc(size < sizeof(free_block) ? sizeof(free_block) : size);
+  return disp__malloc(size < sizeof(free_block) ? sizeof(free_block) : size);
 }
 
 /* Once per thread, out of the way: the common put then saves no registers
@@ -70,7 +71,7 @@ void disp__cache_put(disp__cache_kind kind, void *block) {
   if (!block) return;
   thread_cache *c = &tls_cache;
   if (!CACHE_ENABLED || c->count[kind] >= DISP__CACHE_DEPTH) {
-    free(block);
+    disp__free(block);
     return;
   }
   if (!c->registered) register_drain(c);

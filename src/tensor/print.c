@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "disp/tensor_util.h"
 #include "argcheck_internal.h"
 #include "device_internal.h"
@@ -284,6 +285,6 @@ disp_status disp_tensor_print(FILE *f, const disp_tensor *t) {
   disp_status st = disp_tensor_format(t, &s);
   if (st != DISP_OK) return st;
   fprintf(f, "%s\n", s);
-  free(s);
+  disp__free(s);
   return DISP_OK;
 }

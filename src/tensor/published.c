@@ -2,6 +2,7 @@
  * published.c - per-device-type values replaced under readers (Note
  * [Published per-type values] in published_internal.h).
  */
+#include "alloc_internal.h"
 #include "published_internal.h"
 
 #include <stdalign.h>
@@ -54,7 +55,7 @@ static void drop_entry(disp__published *p, disp__published_entry *e) {
       break;
     }
   retire(p, e->value, e->type);
-  free(e);
+  disp__free(e);
 }
 
 /* The owner's undo: its registration leaves the stack wherever it lies. */
@@ -85,14 +86,14 @@ static disp__published_node *revive(disp__published *p, const void *value) {
 
 disp_status disp__published_set(disp__published *p, disp_backend type, const void *value, const char *what) {
   disp__published_node *node = NULL;
-  disp__published_entry *e = malloc(sizeof *e);
+  disp__published_entry *e = disp__malloc(sizeof *e);
   if (e && value) {
     pthread_mutex_lock(&p->lock);
     node = revive(p, value);
     pthread_mutex_unlock(&p->lock);
   }
   if (e && value && !node) {
-    node = malloc(sizeof *node + p->size);
+    node = disp__malloc(sizeof *node + p->size);
     if (node) {
       memcpy(node->value, value, p->size);
       node->next = NULL;
@@ -101,7 +102,7 @@ disp_status disp__published_set(disp__published *p, disp_backend type, const voi
   int owned = disp__owner_current() != NULL;
   /* Recorded before the change, so running out of memory changes nothing. */
   if (!e || (value && !node) || (owned && disp__owner_defer(restore, e, NULL) != DISP_OK)) {
-    free(e);
+    disp__free(e);
     if (node) { /* back where it was: retired (a reader may hold a revived one) */
       pthread_mutex_lock(&p->lock);
       node->next = p->retired;

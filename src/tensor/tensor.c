@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_internal.h"
 #include "disp/guard.h"
 #include "argcheck_internal.h"
 #include "strbuf_internal.h"
@@ -166,10 +167,10 @@ disp_status disp__tensor_set_sizes_strides(disp_tensor *t, const int64_t *sizes,
 
   int64_t *heap = NULL;
   if (ndim > DISP__TENSOR_INLINE_DIMS) {
-    heap = malloc(2 * (size_t)ndim * sizeof *heap);
+    heap = disp__malloc(2 * (size_t)ndim * sizeof *heap);
     if (!heap) return disp__fail(DISP_ERR_NO_MEMORY, "out of memory storing a tensor's sizes");
   }
-  free(t->heap_dims);
+  disp__free(t->heap_dims);
   t->heap_dims = heap;
   t->sizes = heap ? heap : t->inline_sizes;
   t->strides = heap ? heap + ndim : t->inline_strides;
@@ -248,7 +249,7 @@ static void tensor_free(disp_tensor *t) {
   if (t->opaque_release) t->opaque_release(t->opaque_handle);
   disp_storage_release(t->storage);
   disp__version_counter_release(t->version);
-  free(t->heap_dims);
+  disp__free(t->heap_dims);
   disp__cache_put(DISP__CACHE_TENSOR, t);
 }
 
