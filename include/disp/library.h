@@ -130,8 +130,8 @@ typedef struct disp_library_node {
   int line;
   struct disp_library_node *next; /* queue link */
   disp_library *lib;              /* set when drained */
-  int state;                      /* 0 queued, 1 ran, -1 failed */
-  char *error;                    /* the failure's message, when state is -1 */
+  int state;                      /* 0 queued, 1 ran, negative: failed */
+  char *error;                    /* the failure's message, when state is negative */
 } disp_library_node;
 
 /*

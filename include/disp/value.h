@@ -161,7 +161,8 @@ DISP_API const char *disp_value_tag_name(disp_value_tag tag);
 
 typedef struct disp_stack disp_stack;
 
-/* disp_stack_new - an empty stack. New object; NULL on OOM. Not thread-safe. */
+/* disp_stack_new - an empty stack. New object; NULL when out of memory (the
+ * thread's disp_last_error() says so). Thread-safe (each call its own stack). */
 DISP_API disp_stack *disp_stack_new(void);
 
 /* disp_stack_free - releases every value and the stack. NULL ok. */

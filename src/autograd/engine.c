@@ -289,7 +289,11 @@ disp_status disp__engine_run(const ag_edge *roots, disp_tensor **root_grads, siz
     captured[i] = p.caps[i].grad;
     p.caps[i].grad = NULL;
   }
-  for (size_t i = 0; i < nroots; i++) disp_tensor_release(root_grads[i]);
+  /* The root gradients are the engine's from the call on, used or not. */
+  for (size_t i = 0; i < nroots; i++) {
+    disp_tensor_release(root_grads[i]);
+    root_grads[i] = NULL;
+  }
   pass_free(&p);
   return st;
 }

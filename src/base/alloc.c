@@ -5,9 +5,19 @@
  */
 #include "alloc_internal.h"
 
+#include <stdlib.h>
+
 #ifdef DISP_FAULT_INJECTION
 
 #include <stdatomic.h>
+#include <stdio.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define PRINT_STACK() __sanitizer_print_stack_trace()
+#else
+#define PRINT_STACK() ((void)0)
+#endif
 
 static atomic_long g_seen;    /* allocations asked for since the last arm */
 static atomic_long g_fail_at; /* 1-based number that fails; 0: none */
@@ -31,6 +41,11 @@ static int should_fail(void) {
   long k = atomic_fetch_add(&g_seen, 1) + 1;
   if (at <= 0 || k < at || (k > at && !atomic_load(&g_persist))) return 0;
   atomic_fetch_add(&g_failed, 1);
+  /* Where it failed, for whoever debugs a sweep (sanitizer builds: symbolized). */
+  if (k == at && getenv("DISP_FAULT_TRACE")) {
+    fprintf(stderr, "disp fault injection: failing allocation %ld\n", k);
+    PRINT_STACK();
+  }
   return 1;
 }
 

@@ -27,6 +27,8 @@
 
 #ifdef DISP_FAULT_INJECTION
 
+#include "disp/export.h"
+
 void *disp__malloc(size_t size);
 void *disp__calloc(size_t count, size_t size);
 void *disp__realloc(void *ptr, size_t size);
@@ -38,10 +40,12 @@ char *disp__strndup(const char *s, size_t n);
  * persist every later one fails too; n == 0 disarms. Counts every thread's
  * allocations, so a sweep runs the library at one thread to be repeatable.
  * disp__fault_count: allocations asked for since the last arm (failed ones
- * included). disp__fault_failed: how many were failed since the last arm. */
-void disp__fault_arm(long n, int persist);
-long disp__fault_count(void);
-long disp__fault_failed(void);
+ * included). disp__fault_failed: how many were failed since the last arm.
+ * Exported from the shared library of these builds only, so a test that
+ * loads plugins against it can drive them. Thread-safe. */
+DISP_API void disp__fault_arm(long n, int persist);
+DISP_API long disp__fault_count(void);
+DISP_API long disp__fault_failed(void);
 
 #else
 

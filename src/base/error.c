@@ -33,6 +33,7 @@ static void make_key(void) { pthread_key_create(&g_msg_key, free); }
 _Thread_local uint64_t disp__error_seq;
 static _Thread_local uint64_t tls_named_seq; /* the message last named after an operator */
 static _Thread_local int tls_read;           /* the program has read the current message */
+static _Thread_local disp_status tls_status; /* the status the current message was set with */
 
 static void set_text(const char *text, size_t len) {
   if (len + 1 > tls_cap) {
@@ -60,7 +61,10 @@ const char *disp_last_error(void) {
   return tls_msg ? tls_msg : "";
 }
 
+disp_status disp__last_status(void) { return tls_status; }
+
 void disp_clear_error(void) {
+  tls_status = DISP_OK;
   if (tls_msg) tls_msg[0] = '\0';
   disp__error_seq++;
   tls_read = 0;
@@ -92,6 +96,7 @@ disp_status disp__vfail(disp_status status, const char *fmt, va_list ap) {
   char *text = format(small, sizeof small, &len, fmt, ap);
   if (!text) text = small, len = strlen(small); /* truncated rather than lost */
   set_message(text, len);
+  tls_status = status;
   if (text != small) free(text);
   return status;
 }

@@ -13,6 +13,11 @@
 disp_status disp__fail(disp_status status, const char *fmt, ...) DISP_PRINTF(2, 3);
 disp_status disp__vfail(disp_status status, const char *fmt, va_list ap);
 
+/* The status the thread's current message was set with (DISP_OK after
+ * disp_clear_error): how a caller that only sees a message (a static
+ * registration block's body returns nothing) tells out of memory apart. */
+disp_status disp__last_status(void);
+
 /* Prepend text to the current thread-local message (keeps the status). */
 void disp__error_prefix(const char *fmt, ...) DISP_PRINTF(1, 2);
 

@@ -52,6 +52,9 @@ static disp_library_node *g_drained;      /* FIFO order, linked by next */
 static disp_library_node **g_drained_tail = &g_drained;
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int g_ready;
+/* The built-in fallbacks could not be installed (out of memory): the next
+ * lookup tries again, disp_registry_check reports it meanwhile. */
+static atomic_int g_fallbacks_failed;
 static _Thread_local int tls_draining;
 static unsigned g_generation = 1;
 
@@ -157,14 +160,15 @@ disp_status disp_library_new(disp_library_kind kind, const char *ns, disp_key ke
       return st;
     }
     c = disp__calloc(1, sizeof *c);
-    if (!c || !(c->ns = disp__strdup(ns)) || !(c->debug = disp__strdup(lib->debug))) {
-      if (c) disp__free(c->ns);
+    if (c && (c->ns = disp__strdup(ns)) && (c->debug = disp__strdup(lib->debug)))
+      HASH_ADD_KEYPTR(hh, disp__registry.namespaces, c->ns, strlen(c->ns), c);
+    if (!c || !DISP_HASH_ADDED(c)) {
+      if (c) disp__free(c->ns), disp__free(c->debug);
       disp__free(c);
       disp__unlock();
       disp__owner_cancel(lib->undo);
       goto oom;
     }
-    HASH_ADD_KEYPTR(hh, disp__registry.namespaces, c->ns, strlen(c->ns), c);
     lib->claim = c;
   }
   disp__unlock();
@@ -303,6 +307,17 @@ disp_status disp_library_fallback(disp_library *lib, disp_kernel kernel, disp_re
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
+/* A node's state (disp_library_node.state): 0 queued, 1 ran, or failed;
+ * out of memory is told apart, so that it is reported as such. */
+enum { NODE_FAILED = -1, NODE_FAILED_OOM = -2 };
+
+/* The failure's message; when even keeping it took memory that was not
+ * there, what is known. */
+static const char *node_error(const disp_library_node *n) {
+  if (n->error) return n->error;
+  return n->state == NODE_FAILED_OOM ? "out of memory (and for its message)" : "";
+}
+
 static void run_node(disp_library_node *node) {
   disp_library *lib = NULL;
   disp_clear_error();
@@ -315,7 +330,8 @@ static void run_node(disp_library_node *node) {
    * call's message is what disp_last_error() holds now. */
   const char *msg = disp_last_error();
   if (st != DISP_OK || msg[0]) {
-    node->state = -1;
+    int oom = st == DISP_ERR_NO_MEMORY || disp__last_status() == DISP_ERR_NO_MEMORY;
+    node->state = oom ? NODE_FAILED_OOM : NODE_FAILED;
     disp__free(node->error);
     node->error = disp__strdup(msg[0] ? msg : "failed");
   } else {
@@ -350,7 +366,9 @@ static disp_library_node *builtins_first(disp_library_node *fifo) {
 }
 
 void disp__ensure_init(void) {
-  if (atomic_load_explicit(&g_ready, memory_order_acquire) && !atomic_load(&g_queue)) return;
+  if (atomic_load_explicit(&g_ready, memory_order_acquire) && !atomic_load(&g_queue) &&
+      !atomic_load_explicit(&g_fallbacks_failed, memory_order_relaxed))
+    return;
   if (tls_draining) return;
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1;
@@ -363,7 +381,9 @@ void disp__ensure_init(void) {
   if (!disp__registry.initialized && !refuse) {
     disp__trace_init();
     pthread_mutex_lock(&disp__registry.lock);
-    if (disp__install_builtin_fallbacks() == DISP_OK) disp__registry.initialized = 1;
+    int ok = disp__install_builtin_fallbacks() == DISP_OK;
+    if (ok) disp__registry.initialized = 1;
+    atomic_store(&g_fallbacks_failed, !ok);
     pthread_mutex_unlock(&disp__registry.lock);
   }
   disp_library_node *fifo = take_queue();
@@ -447,9 +467,10 @@ disp_status disp__library_load_run(disp_library_node *fifo) {
     next = n->next;
     if (keep_drained(n) != DISP_OK) return DISP_ERR_NO_MEMORY;
     run_node(n);
-    if (n->state == -1)
-      return disp__fail(DISP_ERR_PLUGIN, "%s(%s) at %s:%d failed: %s", kind_macro(n->kind), n->ns,
-                        n->file, n->line, n->error ? n->error : "");
+    if (n->state < 0)
+      return disp__fail(n->state == NODE_FAILED_OOM ? DISP_ERR_NO_MEMORY : DISP_ERR_PLUGIN,
+                        "%s(%s) at %s:%d failed: %s", kind_macro(n->kind), n->ns, n->file, n->line,
+                        node_error(n));
   }
   return DISP_OK;
 }
@@ -459,12 +480,18 @@ disp_status disp_registry_check(void) {
   disp_strbuf b;
   disp__strbuf_init(&b);
   disp_status st = DISP_OK;
+  disp__ensure_init();
+  if (atomic_load(&g_fallbacks_failed)) {
+    disp__strbuf_append(&b, "the built-in backend fallbacks could not be installed: out of memory\n");
+    st = DISP_ERR_NO_MEMORY;
+  }
   pthread_mutex_lock(&g_init_lock);
   for (disp_library_node *n = g_drained; n; n = n->next) {
-    if (n->state != -1) continue;
+    if (n->state >= 0) continue;
     disp__strbuf_appendf(&b, "%s(%s) at %s:%d failed: %s\n", kind_macro(n->kind), n->ns, n->file,
-                         n->line, n->error ? n->error : "");
-    if (st == DISP_OK) st = DISP_ERR_INVALID_ARG;
+                         n->line, node_error(n));
+    if (st == DISP_OK || n->state == NODE_FAILED_OOM)
+      st = n->state == NODE_FAILED_OOM ? DISP_ERR_NO_MEMORY : DISP_ERR_INVALID_ARG;
   }
   pthread_mutex_unlock(&g_init_lock);
   disp__lock();
@@ -481,29 +508,36 @@ disp_status disp_registry_check(void) {
   disp__unlock();
   if (st != DISP_OK) {
     if (b.len) b.data[--b.len] = '\0'; /* drop the last newline */
-    disp__fail(st, "%s", disp__strbuf_cstr(&b));
+    disp__fail(st, "%s%s", disp__strbuf_cstr(&b), b.oom ? " ... (cut short: out of memory)" : "");
   }
   disp__strbuf_free(&b);
   return st;
+}
+
+static disp_library_node *reverse_nodes(disp_library_node *n) {
+  disp_library_node *out = NULL;
+  while (n) {
+    disp_library_node *next = n->next;
+    n->next = out;
+    out = n;
+    n = next;
+  }
+  return out;
 }
 
 void disp_shutdown(void) {
   disp__plugins_shutdown(); /* before the lock: unloading takes it */
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1; /* freeing libraries must not start a drain */
-  /* Static libraries go first, newest first, as their registrations would. */
-  int n = 0;
-  for (disp_library_node *node = g_drained; node; node = node->next) n++;
-  disp_library_node **order = disp__malloc((n ? n : 1) * sizeof *order);
-  int i = 0;
+  /* Static libraries go first, newest first, as their registrations would:
+   * the list is reversed in place and back (shutting down allocates nothing,
+   * Note [Removal never fails]). */
+  g_drained = reverse_nodes(g_drained);
   for (disp_library_node *node = g_drained; node; node = node->next) {
-    if (order) order[i++] = node;
+    disp_library_free(node->lib);
+    node->lib = NULL;
   }
-  while (order && i-- > 0) {
-    disp_library_free(order[i]->lib);
-    order[i]->lib = NULL;
-  }
-  disp__free(order);
+  g_drained = reverse_nodes(g_drained);
 
   pthread_mutex_lock(&disp__registry.lock);
   for (int h = 0; h < g_nshutdown_hooks; h++) g_shutdown_hooks[h]();

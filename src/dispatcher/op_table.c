@@ -15,6 +15,7 @@
  *   6. nothing ("missing").
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +228,37 @@ disp_status disp__op_update_table(disp_op *op) {
   return publish_typed(op);
 }
 
+/* Note [Removal never fails]
+ * Removing a registration (disp_library_free, disp_registration_remove, a
+ * plugin's unload) cannot report an error, so it must not need memory it
+ * may not get: a def's retire record is allocated with the def, retiring
+ * waits for the readers when it has no memory for its list (reclaim.c), and
+ * an operator's table, normally replaced by a fresh copy (readers never see
+ * a table change under them), is rewritten in place when no copy can be
+ * allocated. Each cell is stored whole, so a call racing the rewrite reads,
+ * cell by cell, either the old target or the new one, both alive (entries
+ * are retired, not freed); the moment passes when the rewrite ends. */
+static void rewrite_in_place(disp_op_table *dst, const disp_op_table *src) {
+  _Static_assert(sizeof *dst % sizeof(uintptr_t) == 0, "a table is whole words");
+  uintptr_t *d = (uintptr_t *)(void *)dst;
+  const uintptr_t *s = (const uintptr_t *)(const void *)src;
+  for (size_t i = 0; i < sizeof *dst / sizeof *d; i++) __atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+void disp__op_update_table_nofail(disp_op *op) {
+  if (disp__op_update_table(op) == DISP_OK) return;
+  static disp_op_table scratch; /* guarded by the registry lock */
+  compute_table(op, &scratch);
+  disp_op_table *real = atomic_load_explicit(&op->real, memory_order_relaxed);
+  if (real) rewrite_in_place(real, &scratch);
+  disp_op_table *typed = atomic_load_explicit(&op->table, memory_order_relaxed);
+  if (typed && typed != real) { /* a traced twin: its masks follow the real table */
+    for (int b = 0; b < DISP__GRID_COLS; b++)
+      __atomic_store_n(&typed->non_fallthrough[b].repr, scratch.non_fallthrough[b].repr, __ATOMIC_RELAXED);
+  }
+}
+
 disp_status disp__ops_update_all(void) {
   disp_op *op, *tmp;
   HASH_ITER(hh, disp__registry.ops, op, tmp) {
@@ -252,6 +284,12 @@ disp_status disp__fallback_publish(int i) {
   atomic_store_explicit(&fb->current, want, memory_order_release);
   if (is_fallthrough(want) == is_fallthrough(cur)) return DISP_OK;
   return disp__ops_update_all();
+}
+
+void disp__fallback_publish_nofail(int i) {
+  if (disp__fallback_publish(i) == DISP_OK) return;
+  disp_op *op, *tmp;
+  HASH_ITER(hh, disp__registry.ops, op, tmp) disp__op_update_table_nofail(op);
 }
 
 int disp__entry_runs_kernel(const disp_kernel_entry *e) {

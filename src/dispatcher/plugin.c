@@ -140,7 +140,8 @@ static disp_status check(const disp_plugin *p, void *h, int copies_before, disp_
   return DISP_OK;
 }
 
-/* Runs init; its failure names the plugin and keeps init's own message. */
+/* Runs init; its failure names the plugin and keeps init's own message.
+ * DISP_ERR_PLUGIN, or DISP_ERR_NO_MEMORY when init ran out of memory. */
 static disp_status run_init(const disp_plugin *p, disp_plugin_init_fn init) {
   disp_clear_error();
   disp_status st = init((disp_plugin *)p);
@@ -148,7 +149,7 @@ static disp_status run_init(const disp_plugin *p, disp_plugin_init_fn init) {
   if (!disp_last_error()[0]) disp__fail(DISP_ERR_PLUGIN, "(it set no message)");
   disp__error_prefix("%s failed with %s: ", DISP_PLUGIN_INIT_SYMBOL, disp_status_name(st));
   name_failure(p);
-  return DISP_ERR_PLUGIN;
+  return st == DISP_ERR_NO_MEMORY ? st : DISP_ERR_PLUGIN; /* out of memory is no fault of the plugin */
 }
 
 /* Undoes what the plugin did and dlcloses it, keeping the failure's message

@@ -124,10 +124,23 @@ static size_t g_nretired;
 /* Batches: one barrier (a few microseconds of IPIs) per this many objects. */
 enum { RECLAIM_BATCH = 64 };
 
+/* Whether every reader has been idle since now: a grace period, waited for
+ * on the spot. */
+static int grace_period_now(void) {
+  pthread_once(&g_once, init_once);
+  return g_membarrier_ok && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+         readers_quiescent();
+}
+
 void disp__retire(void *p, void (*free_fn)(void *)) {
   if (!p) return;
   retired *r = disp__malloc(sizeof *r);
-  if (!r) return; /* keep p forever rather than free it under a reader */
+  if (!r) {
+    /* No memory for the list (Note [Removal never fails]): wait for the
+     * readers now; p is kept forever only if one is stuck in a lookup. */
+    if (grace_period_now()) free_fn(p);
+    return;
+  }
   r->p = p;
   r->free_fn = free_fn;
   r->next = g_retired;

@@ -41,8 +41,9 @@
 /* Precondition for the three below: the registry lock is held. */
 
 /* Hands `p` to the reclaimer: free_fn(p) runs once no reader can hold it.
- * Never fails: without memory for the record `p` is kept until shutdown
- * (leaked, never freed under a reader). */
+ * Never fails: without memory for the record it waits for the readers and
+ * frees `p` at once (kept forever only when a reader is stuck or the
+ * system lacks membarrier: never freed under a reader). */
 void disp__retire(void *p, void (*free_fn)(void *));
 
 /* Frees what no reader can still hold, when enough has been retired for a

@@ -359,14 +359,19 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
           return st;
         }
   }
-  disp_signature *sig = revive_schema(&schema);
+  /* Everything its removal will need is allocated now (Note [Removal never
+   * fails]): the record that retires its schema. */
+  disp_registration *reg = disp__calloc(1, sizeof *reg);
+  disp_signature *sig = NULL;
+  if (!reg || !(reg->retire_rec = disp__malloc(sizeof *reg->retire_rec)) || !(reg->debug = disp__strdup(debug)))
+    goto oom;
+  if (!op && disp__op_get_or_create(name, &op) != DISP_OK) goto oom;
+  sig = revive_schema(&schema);
   if (!sig && (st = disp__signature_new(schema, &sig)) != DISP_OK) {
+    disp__registration_free(reg);
     disp_schema_free(schema);
     return st;
   }
-  disp_registration *reg = disp__calloc(1, sizeof *reg);
-  if (!reg || !(reg->debug = disp__strdup(debug))) goto oom;
-  if (!op && disp__op_get_or_create(name, &op) != DISP_OK) goto oom;
   reg->kind = DISP_REG_DEF;
   reg->op = op;
   reg->schema = schema;
@@ -378,9 +383,7 @@ disp_status disp__register_def(const char *ns, const char *schema_text, const ch
   *out = reg;
   return DISP_OK;
 oom:
-  if (reg) disp__free(reg->debug);
-  disp__free(reg);
-  disp__signature_free(sig);
+  disp__registration_free(reg);
   disp_schema_free(schema);
   return disp__fail(DISP_ERR_NO_MEMORY, "out of memory defining %s", schema_text);
 }
@@ -570,19 +573,13 @@ disp_status disp__register_fallback(disp_key key, const disp_kernel *kernel, con
 
 /* ---- removal ------------------------------------------------------------ */
 
-/* An entry a table may still point at after a failed (out of memory)
- * recompute: its destroy callback runs as usual, its memory stays. */
-static void keep_until_shutdown(disp_kernel_entry *e) {
-  disp__kernel_entry_queue_destroy(e);
-  e->kept_next = disp__registry.kept_entries;
-  disp__registry.kept_entries = e;
-}
-
-static void retire_schema(disp_schema *s, disp_signature *sig) {
-  disp_retired_schema *r = disp__malloc(sizeof *r);
-  if (!r) return; /* leak rather than free under a possible reader */
-  r->schema = s;
-  r->sig = sig;
+/* Keeps a removed def's schema until shutdown, in the record its
+ * registration allocated up front. */
+static void retire_schema(disp_registration *reg) {
+  disp_retired_schema *r = reg->retire_rec;
+  reg->retire_rec = NULL;
+  r->schema = reg->schema;
+  r->sig = reg->sig;
   r->next = disp__registry.retired_schemas;
   disp__registry.retired_schemas = r;
 }
@@ -597,7 +594,7 @@ void disp__registration_remove_locked(disp_registration *reg) {
       atomic_store_explicit(&op->sig, NULL, memory_order_release);
       atomic_store_explicit(&op->adapter, NULL, memory_order_release);
       op->def = NULL;
-      retire_schema(reg->schema, reg->sig);
+      retire_schema(reg);
       reg->schema = NULL;
       reg->sig = NULL;
       break;
@@ -612,11 +609,8 @@ void disp__registration_remove_locked(disp_registration *reg) {
         break;
       }
       op->impl_count--;
-      /* Recomputing after a removal needs one allocation; if it fails the
-       * old table stays published, still pointing at the entry, which then
-       * lives until shutdown (only its destroy callback runs now). */
-      if (disp__op_update_table(op) == DISP_OK) disp__kernel_entry_retire(reg->entry);
-      else keep_until_shutdown(reg->entry);
+      disp__op_update_table_nofail(op); /* Note [Removal never fails] */
+      disp__kernel_entry_retire(reg->entry);
       reg->entry = NULL;
       break;
     }
@@ -628,8 +622,8 @@ void disp__registration_remove_locked(disp_registration *reg) {
         disp__registry.fallbacks[i].user_reg = NULL;
         slots[n++] = i;
       }
-      if (publish_fallbacks(slots, n) == DISP_OK) disp__kernel_entry_retire(reg->entry);
-      else keep_until_shutdown(reg->entry);
+      for (int i = 0; i < n; i++) disp__fallback_publish_nofail(slots[i]); /* Note [Removal never fails] */
+      disp__kernel_entry_retire(reg->entry);
       reg->entry = NULL;
       break;
     }
@@ -652,6 +646,7 @@ const char *disp_registration_debug(const disp_registration *reg) {
 void disp__registration_free(disp_registration *reg) {
   if (!reg) return;
   disp__free(reg->debug);
+  disp__free(reg->retire_rec);
   disp_schema_free(reg->schema);
   disp__signature_free(reg->sig);
   disp__free(reg);
@@ -702,11 +697,6 @@ void disp__registry_teardown(void) {
     disp__free(c->ns);
     disp__free(c->debug);
     disp__free(c);
-  }
-  while (disp__registry.kept_entries) {
-    disp_kernel_entry *e = disp__registry.kept_entries;
-    disp__registry.kept_entries = e->kept_next;
-    disp__kernel_entry_free_at_shutdown(e);
   }
   disp__reclaim_all_at_shutdown();
   while (disp__registry.retired_schemas) {

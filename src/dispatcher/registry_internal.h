@@ -91,7 +91,6 @@ typedef struct disp_kernel_entry {
   disp_deferred *on_destroy;
   char *debug;         /* "registered at FILE:LINE" or the kernel's own text */
   disp_schema *schema; /* the schema the kernel was written for, or NULL */
-  struct disp_kernel_entry *kept_next; /* on kept_entries (registry.c) */
 } disp_kernel_entry;
 
 /* One kernel in an operator's per-key stack (newest first). */
@@ -151,6 +150,7 @@ struct disp_registration {
   char *debug;              /* DEF: "registered at FILE:LINE" */
   disp_schema *schema;      /* DEF: the schema it installed */
   disp_signature *sig;      /* DEF: its signature */
+  struct disp_retired_schema *retire_rec; /* DEF: for retire_schema at removal */
   struct disp_registration *next; /* the library's list, newest first */
 };
 
@@ -186,7 +186,6 @@ typedef struct disp_registry {
   disp_deferred *deferred;           /* Note [User callbacks run unlocked] */
   /* Entries a table may still point at after an out-of-memory recompute:
    * freed at shutdown only. */
-  disp_kernel_entry *kept_entries;
   disp_kernel_entry *ambiguous;      /* the shared ambiguous-AutogradOther kernel */
   disp_kernel_entry *missing;        /* the shared error kernel of empty slots */
   disp_kernel_entry *traced;         /* the tracing kernel of traced twins (call.c) */
@@ -209,12 +208,15 @@ const disp_kernel_entry *disp__op_compute_entry(const disp_op *op, disp_key key,
                                                 disp_provenance *prov);
 /* Recompute and publish op's table (no-op when nothing changed). */
 disp_status disp__op_update_table(disp_op *op);
+/* The same for a removal, which cannot fail (Note [Removal never fails]). */
+void disp__op_update_table_nofail(disp_op *op);
 /* Recompute every operator's table; only changed ones are republished. */
 disp_status disp__ops_update_all(void);
 
 /* Note [Fallback proxies]: publishes slot i's current fallback (user, else
  * built-in), updating the tables when its fallthrough-ness changes. */
 disp_status disp__fallback_publish(int i);
+void disp__fallback_publish_nofail(int i);
 /* The slot's fallback: the user's, else the built-in one, else NULL. */
 const disp_kernel_entry *disp__fallback_of(int i);
 /* Sets up the proxy entries (once, before any table is computed). */

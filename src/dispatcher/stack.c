@@ -40,7 +40,11 @@ void disp_tensor_vec_free(disp_tensor_vec *v) {
   v->len = 0;
 }
 
-disp_stack *disp_stack_new(void) { return disp__calloc(1, sizeof(disp_stack)); }
+disp_stack *disp_stack_new(void) {
+  disp_stack *s = disp__calloc(1, sizeof(disp_stack));
+  if (!s) disp__fail(DISP_ERR_NO_MEMORY, "disp_stack_new: out of memory for a stack");
+  return s;
+}
 
 void disp_value_clear(disp_value *v) {
   if (!v) return; /* nothing to clear */
