@@ -69,7 +69,7 @@ static disp_status run(disp_tensor *const *tensors, size_t n, disp_tensor *const
                        disp_tensor **captured) {
   ag_edge *roots = disp__calloc(n + 1, sizeof *roots), *in = disp__calloc(ni + 1, sizeof *in);
   disp_tensor **rg = disp__calloc(n + 1, sizeof *rg);
-  disp_status st = roots && in && rg ? DISP_OK : disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
+  disp_status st = roots && in && rg ? DISP_OK : disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory for the roots of backward");
   if (st == DISP_OK) st = make_roots(tensors, n, grad_tensors, roots, rg);
   for (size_t i = 0; st == DISP_OK && i < ni; i++) {
     if (!inputs[i]) st = disp__fail(DISP_ERR_INVALID_ARG, "autograd.grad: inputs[%zu] is NULL", i);

@@ -256,7 +256,10 @@ static disp_status run_task(pass *p, ag_task *t) {
 
 /* ---- a whole pass ---------------------------------------------------------- */
 
-static disp_status oom(void) { return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory in backward"); }
+/* `what`: the pass's structure that could not be allocated. */
+static disp_status oom(const char *what) {
+  return disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory in backward (%s)", what);
+}
 
 disp_status disp__engine_run(const ag_edge *roots, disp_tensor **root_grads, size_t nroots, const ag_edge *inputs,
                              size_t ninputs, int retain_graph, int create_graph, disp_tensor **captured) {
@@ -265,19 +268,19 @@ disp_status disp__engine_run(const ag_edge *roots, disp_tensor **root_grads, siz
   p.create_graph = create_graph;
   disp_status st = DISP_OK;
   for (size_t i = 0; i < nroots && st == DISP_OK; i++)
-    if (!task_of(&p, roots[i].fn)) st = oom();
-  if (st == DISP_OK && discover(&p)) st = oom();
+    if (!task_of(&p, roots[i].fn)) st = oom("a task");
+  if (st == DISP_OK && discover(&p)) st = oom("the graph's tasks");
   if (st == DISP_OK && ninputs) {
     p.caps = disp__calloc(ninputs, sizeof *p.caps);
-    if (!p.caps) st = oom();
+    if (!p.caps) st = oom("the captured gradients");
     for (size_t i = 0; st == DISP_OK && i < ninputs; i++) {
       capture *c = &p.caps[p.ncaps++];
       c->fn = inputs[i].fn, c->input_nr = inputs[i].input_nr, c->next = -1;
       if (c->fn && c->fn->task) c->next = c->fn->task->first_capture, c->fn->task->first_capture = (int)i;
     }
   }
-  if (st == DISP_OK && mark_needed(&p)) st = oom();
-  if (st == DISP_OK && !(p.heap = disp__malloc((p.n ? p.n : 1) * sizeof *p.heap))) st = oom();
+  if (st == DISP_OK && mark_needed(&p)) st = oom("the needed nodes");
+  if (st == DISP_OK && !(p.heap = disp__malloc((p.n ? p.n : 1) * sizeof *p.heap))) st = oom("the ready queue");
   for (size_t i = 0; st == DISP_OK && i < nroots; i++) {
     st = buffer_add(&roots[i].fn->task->buf[roots[i].input_nr], root_grads[i]);
     root_grads[i] = NULL;

@@ -45,7 +45,7 @@ ag_meta *disp__meta_ensure(disp_tensor *t) {
   if (m) return m;
   m = disp__cache_get(DISP__CACHE_AG_META, sizeof *m);
   if (!m) {
-    disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
+    disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory for a tensor's autograd metadata");
     return NULL;
   }
   memset(m, 0, sizeof *m);

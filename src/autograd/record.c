@@ -304,7 +304,7 @@ static disp_status record(const ag_op_info *info, disp_keyset ks, disp_stack *st
     s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory recording %s", info->name);
   if (s == DISP_OK) s = save_inputs(n, fs, st, info);
   ag_held inputs = AG_HELD_INIT(inputs);
-  if (s == DISP_OK && hold_inputs(&inputs, st, info)) s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory");
+  if (s == DISP_OK && hold_inputs(&inputs, st, info)) s = disp__fail(DISP_ERR_NO_MEMORY, "autograd: out of memory holding the inputs of %s", info->name);
   if (s == DISP_OK) s = run_below(info, ks, st);
   if (s == DISP_OK) s = finish_outputs(n, fs, st, info, &inputs);
   disp__held_release(&inputs);
