@@ -8,7 +8,8 @@
  * and the cases are contention.h's (shared with the libtorch twin,
  * bench/contention_torch, run as a child when built). Columns: median ms
  * quiet/1 thread, quiet/default, busy/1, busy/default, then default/1
- * quiet and busy (below 1: the default is faster).
+ * quiet and busy (below 1: the default is faster). `contention --no-twin`
+ * skips libtorch (to compare threading runtimes quickly).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "contention.h"
@@ -101,7 +102,7 @@ static void print_row(const char *name, const char *side, const double *v) {
          v[3] / v[2]);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   disp_init();
   a64 = filled(256, 256), b64 = filled(256, 256);
   a = filled(1000, 1000), b = filled(1000, 1000);
@@ -110,13 +111,15 @@ int main(void) {
   int def = disp_get_num_threads(), tdef = -1;
   double ours[CT_NCASES][CT_NCOLS], theirs[CT_NCASES][CT_NCOLS];
   if (ct_measure(run, set_threads, def, ours)) return 1;
-  int have_twin = twin && run_twin(def, theirs, &tdef) == 0;
+  int skip_twin = argc > 1 && !strcmp(argv[1], "--no-twin");
+  int have_twin = twin && !skip_twin && run_twin(def, theirs, &tdef) == 0;
   print_header();
   printf("cells: ms per call, the median of %d rounds' means (%d calls each), rounds alternating 1 thread / "
          "default; busy = one child spinning on a core\n",
          CT_ROUNDS, CT_REPS);
   printf("default: ours %d threads", def);
   if (have_twin) printf("; libtorch at %d too (its own default here: %d)", def, tdef);
+  else if (twin && skip_twin) printf("; libtorch skipped (--no-twin)");
   else if (twin) printf("; the libtorch twin failed");
   else printf("; libtorch twin not built (no libtorch-dev when configured)");
   printf("\n%-22s %-9s %9s %9s %9s %9s %9s %9s\n", "case", "side", "quiet/1", "quiet/def", "busy/1", "busy/def",
