@@ -18,13 +18,14 @@
  * libomp) waits at the closing barrier for every thread of the team, so on
  * 2 cores beside one busy process the default 2 threads ran slower than 1
  * (bench/contention: add of 1M floats 1.4x, an MLP forward 1.5x). Idle
- * workers sleep on a condition variable at once, never spin: a spinning
- * worker shares a core with the caller or the busy process and either
- * slows the caller or is preempted inside a block it claimed (measured
- * with spins of 5 to 200 us: every one ran slower than 1 thread under
- * contention; a worker that slept is favoured by the scheduler when woken).
- * The cost is one wake-up per region on a quiet machine, which the caller
- * does not wait for: it starts on the blocks at once. libgomp's
+ * workers look for the next job for a microsecond or two (SPIN_PAUSES),
+ * then sleep on a condition variable: a worker spinning longer shares a
+ * core with the caller or the busy process and either slows the caller or
+ * is preempted inside a block it claimed (measured with spins of 5 to 200
+ * us: every one ran slower than 1 thread under contention; a worker that
+ * slept is favoured by the scheduler when woken). The cost is a wake-up
+ * per region on a quiet machine when calls are not back to back, which
+ * the caller does not wait for: it starts on the blocks at once. libgomp's
  * OMP_WAIT_POLICY=passive and libomp's KMP_BLOCKTIME=0 also sleep, but
  * their barrier waits for the wake-up: add of 64k floats 2x slower than 1
  * thread, quiet or not. A worker reads the job and claims a block with one
@@ -143,7 +144,11 @@ int disp__thread_index(void) { return tl_in_region ? tl_index : 0; }
 
 #ifndef DISP_SERIAL
 
-enum { BLOCKS_PER_THREAD = DISP_BLOCKS_PER_THREAD, MAX_WORKERS = 255 };
+/* An idle worker looks for the next job this many times (a pause each,
+ * 1-3 us in all) before it sleeps: enough for the next region of
+ * back-to-back calls, far too short to hold a core another process needs
+ * (Note [The caller claims blocks]). */
+enum { BLOCKS_PER_THREAD = DISP_BLOCKS_PER_THREAD, MAX_WORKERS = 255, SPIN_PAUSES = 64 };
 /* The job word: generation in the high 32 bits, the next unclaimed block
  * below. Everything else of a job is written before the word publishes it
  * and is stable until its blocks are all finished (workers read it with
@@ -198,10 +203,15 @@ static void run_blocks(int me, uint64_t w) {
   }
 }
 
-/* Waits for a job word of a generation after `seen`, asleep (idle workers
- * never spin: Note [The caller claims blocks]). Returns the word, or 0 when
- * the pool stops. */
+/* Waits for a job word of a generation after `seen`: SPIN_PAUSES looks,
+ * then asleep. Returns the word, or 0 when the pool stops. */
 static uint64_t wait_for_job(uint32_t seen) {
+  for (int i = 0; i < SPIN_PAUSES; i++) {
+    uint64_t w = atomic_load_explicit(&g_pool.word, memory_order_acquire);
+    if (atomic_load_explicit(&g_pool.stop, memory_order_relaxed)) return 0;
+    if (word_gen(w) != seen) return w;
+    cpu_relax();
+  }
   pthread_mutex_lock(&g_pool.mu);
   atomic_fetch_add(&g_pool.sleepers, 1); /* seq_cst: pairs with publish() */
   uint64_t w;
