@@ -4,14 +4,18 @@
  *
  * Threads. The built-in CPU kernels split large work (elementwise ops,
  * reductions, softmax, convolution, pooling, losses, copies, matrix
- * multiply) across a pool of OpenMP threads, as PyTorch's at::parallel_for
- * does; work below a grain (32768 elements for pointwise work) runs on the
+ * multiply) across the library's own pool of threads, as PyTorch's
+ * at::parallel_for does over OpenMP; the calling thread takes blocks too,
+ * and idle workers sleep after a few microseconds, so a worker whose core
+ * another process holds never delays a call (at 2 threads beside a busy
+ * process a call is no slower than at 1). Work below a grain (32768 elements for pointwise work) runs on the
  * calling thread. The setting is process-wide. Its default is, in order:
  * DISP_NUM_THREADS, OMP_NUM_THREADS, then one thread per available core.
  * OpenBLAS is kept at one thread of its own: a matrix multiply is split
  * across the library's threads instead, so the two pools never compete for
  * the cores. A kernel called from inside a parallel region (a user's own
- * OpenMP loop, say) runs on that thread alone: regions never nest.
+ * OpenMP loop, or a second thread calling while the pool is busy) runs on
+ * that thread alone: regions never nest.
  * Results do not depend on the thread count: work whose floating-point
  * result depends on where it is cut (matrix products, reductions, loss
  * sums) is cut into blocks chosen from the problem alone, and threads take
