@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "contention.h"
+#include "harness.h"
 
 #include <string.h>
 
@@ -82,16 +83,8 @@ static int run_twin(int threads, double theirs[CT_NCASES][CT_NCOLS], int *def) {
 
 /* The CPU, the cores, the capability. */
 static void print_header(void) {
-  char model[256] = "unknown", line[512];
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  while (f && fgets(line, sizeof line, f)) {
-    char *colon = strchr(line, ':');
-    if (strncmp(line, "model name", 10) || !colon) continue;
-    snprintf(model, sizeof model, "%s", colon + 2);
-    model[strcspn(model, "\n")] = '\0';
-    break;
-  }
-  if (f) fclose(f);
+  char model[256];
+  bench_cpu_model(model, sizeof model);
   printf("contention: quiet and beside one busy process, 1 thread and the default\n");
   printf("machine: %s, %ld cores online; libdispatch %s, CPU capability %s\n", model,
          sysconf(_SC_NPROCESSORS_ONLN), disp_version_string(), disp_cpu_capability());

@@ -37,17 +37,23 @@ double bench_median_ns(bench_run_fn run, const char *name, long iters) {
   return runs[RUNS / 2];
 }
 
-void bench_print_header(const char *title, const char *twin, const char *twin_what) {
-  char model[256] = "unknown", line[512];
+void bench_cpu_model(char *model, size_t size) {
+  char line[512];
+  snprintf(model, size, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "r");
   while (f && fgets(line, sizeof line, f)) {
     char *colon = strchr(line, ':');
     if (strncmp(line, "model name", 10) || !colon) continue;
-    snprintf(model, sizeof model, "%s", colon + 2);
+    snprintf(model, size, "%s", colon + 2);
     model[strcspn(model, "\n")] = '\0';
     break;
   }
   if (f) fclose(f);
+}
+
+void bench_print_header(const char *title, const char *twin, const char *twin_what) {
+  char model[256];
+  bench_cpu_model(model, sizeof model);
   printf("%s\n", title);
   printf("machine: %s, %ld cores online; libdispatch %s, CPU capability %s, default threads %d\n", model,
          sysconf(_SC_NPROCESSORS_ONLN), disp_version_string(), disp_cpu_capability(), disp_get_num_threads());

@@ -57,6 +57,9 @@ double bench_now_ns(void);
  * in ns; -1 when the case fails. */
 double bench_median_ns(bench_run_fn run, const char *name, long iters);
 
+/* The CPU's model name from /proc/cpuinfo ("unknown" without one), into model[size]. */
+void bench_cpu_model(char *model, size_t size);
+
 /* Prints `title`, then the CPU model (/proc/cpuinfo), the online cores,
  * disp_cpu_capability() and our default thread count, then what the twin
  * is (`twin_what`) or that it was not built (twin NULL), and the timing
