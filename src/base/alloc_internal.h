@@ -15,8 +15,9 @@
  *
  * Not counted: memory a user's allocator or a backend hands out (it is
  * theirs), libffi's and the dynamic loader's own allocations, and the
- * per-thread message buffer of error.c (reporting an out-of-memory must not
- * need memory: it uses a fixed buffer).
+ * per-thread message of error.c, formatted on the stack or in plain
+ * malloc memory (reporting an out-of-memory must not depend on the counted
+ * allocations that just failed).
  */
 #ifndef DISP_ALLOC_INTERNAL_H
 #define DISP_ALLOC_INTERNAL_H
