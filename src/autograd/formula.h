@@ -11,13 +11,14 @@
  * input's dtype (PyTorch's validate_outputs), so formulas return the
  * gradient in the forward's broadcast shape.
  *
- *   static disp_status mul_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+ *   AG_BACKWARD(mul_backward) {
  *     disp_status st = DISP_OK;
  *     if (ag_needs(c, 0)) st = disp_aten_mul_Tensor(g[0], ag_saved(c, 1), &out[0]);
  *     if (st == DISP_OK && ag_needs(c, 1)) st = disp_aten_mul_Tensor(g[0], ag_saved(c, 0), &out[1]);
  *     return st;
  *   }
- *   {"aten::mul.Tensor", "MulBackward0", "self,other", "self,other", mul_backward},
+ * and, in the operator's manifest row (src/kernels/manifest.def),
+ *   .grad = GRAD("MulBackward0", "self,other", "self@other,other@self", mul_backward)
  *
  * Backward functions call operators through the dispatcher (disp/aten.h),
  * so with create_graph they are recorded too (second derivatives), and a
@@ -118,23 +119,23 @@ disp_status ag_zeros_sized(disp_tensor *like, const int64_t *sizes, int ndim, di
  * counts as 1-dim); the forward has already refused a dim out of range. */
 int64_t ag_wrap_dim(int64_t dim, int ndim);
 
-/* ---- the formula tables -------------------------------------------------- */
+/* ---- the formula table ---------------------------------------------------- */
 
-typedef struct ag_formula_set {
-  const ag_formula *formulas;
-  size_t n;
-} ag_formula_set;
+/* A backward function, named by a row of the operator manifest
+ * (src/kernels/manifest.def, .grad = GRAD(..., name)):
+ *   AG_BACKWARD(mul_backward) { ... }
+ * defines disp__bw_mul_backward with the parameters c, g and out of
+ * ag_backward_fn. The generated aten_backward.h declares every one the
+ * manifest names, and the generated table (aten_formulas.c) refers to each,
+ * so a row naming a missing one fails the link. */
+#define AG_BACKWARD(name) disp_status disp__bw_##name(ag_ctx *c, disp_tensor *const *g, disp_tensor **out)
+#include "aten_backward.h"
 
-/* One per formula file; record.c registers them all. */
-extern const ag_formula_set disp__ag_formulas_pointwise;
-extern const ag_formula_set disp__ag_formulas_reduce;
-extern const ag_formula_set disp__ag_formulas_linalg;
-extern const ag_formula_set disp__ag_formulas_nn;
-extern const ag_formula_set disp__ag_formulas_conv;
-extern const ag_formula_set disp__ag_formulas_shape;
-extern const ag_formula_set disp__ag_formulas_select;
-extern const ag_formula_set disp__ag_formulas_copy;
-extern const ag_formula_set disp__ag_formulas_index;
-extern const ag_formula_set disp__ag_formulas_strided;
+/* Generated from the manifest (aten_formulas.c): every formula, and every
+ * operator 1.13 does not differentiate; register.c binds them. */
+extern const ag_formula disp__ag_formulas[];
+extern const size_t disp__ag_formula_count;
+extern const char *const disp__ag_not_differentiable[];
+extern const size_t disp__ag_not_differentiable_count;
 
 #endif /* DISP_AUTOGRAD_FORMULA_H */

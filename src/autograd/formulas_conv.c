@@ -41,7 +41,7 @@ static disp_status conv_backward(disp_tensor *go, disp_tensor *input, disp_tenso
  * weight, bias->sizes(), stride, padding, dilation, transposed,
  * output_padding, groups, grad_input_mask). The mask asks only for the
  * gradients needed; bias_sizes is None when bias was None. */
-static disp_status convolution_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(convolution_backward) {
   conv_args a = read_conv_args(c, 3);
   bool mask[3] = {ag_needs(c, 0), ag_needs(c, 1), ag_needs(c, 2)};
   int nd = 0;
@@ -103,7 +103,7 @@ static disp_status conv_ggo(disp_tensor *const *g, disp_tensor *input, disp_tens
  *   input: convolution_backward(gO, input, ggW, mask [1,0,0]).grad_input
  *   weight: convolution_backward(gO, ggI, weight, mask [0,1,0]).grad_weight
  * (the same values; every piece dispatched, so differentiable again). */
-static disp_status convolution_backward_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(convolution_backward_backward) {
   disp_tensor *go = ag_saved(c, 0), *input = ag_saved(c, 1), *weight = ag_saved(c, 2), *unused = NULL;
   conv_args a = read_conv_args(c, 4);
   disp_opt_int_list none = {{NULL, 0}, false};
@@ -123,7 +123,7 @@ static disp_status convolution_backward_backward(ag_ctx *c, disp_tensor *const *
 
 /* max_pool2d_with_indices: self: max_pool2d_with_indices_backward(grad,
  * self, kernel_size, stride, padding, dilation, ceil_mode, result1). */
-static disp_status max_pool2d_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(max_pool2d_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   return disp_aten_max_pool2d_with_indices_backward(g[0], ag_saved(c, 0), ag_int_list(c, 1), ag_int_list(c, 2),
                                                     ag_int_list(c, 3), ag_int_list(c, 4), ag_bool(c, 5),
@@ -276,21 +276,9 @@ static disp_status max_pool_double_backward(ag_ctx *c, disp_tensor *grad, disp_t
 /* max_pool2d_with_indices_backward(grad_output, self, ..., indices):
  *   grad_output: max_pool_double_backward(grad, indices, 2)
  *   self: zeros_like(self) */
-static disp_status max_pool2d_backward_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(max_pool2d_backward_backward) {
   disp_status st = DISP_OK;
   if (ag_needs(c, 0)) st = max_pool_double_backward(c, g[0], ag_saved(c, 0), &out[0]);
   if (st == DISP_OK && ag_needs(c, 1)) st = ag_zeros_like_input(c, 1, &out[1]);
   return st;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::convolution", "ConvolutionBackward0", "input,weight,bias", "input,weight", convolution_backward, NULL},
-    {"aten::convolution_backward", "ConvolutionBackwardBackward0", "grad_output,input,weight",
-     "grad_output,input,weight", convolution_backward_backward, NULL},
-    {"aten::max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0", "self", "self,result1", max_pool2d_backward,
-     "result1"},
-    {"aten::max_pool2d_with_indices_backward", "MaxPool2DWithIndicesBackwardBackward0", "grad_output,self", "indices",
-     max_pool2d_backward_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_conv = {formulas, sizeof formulas / sizeof *formulas};

@@ -9,18 +9,18 @@
 #include "formula.h"
 
 /* _to_copy, clone: grad. */
-static disp_status pass_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(pass_backward) {
   if (ag_needs(c, 0)) out[0] = disp_tensor_retain(g[0]);
   return DISP_OK;
 }
 
 /* fill_.Scalar, zero_: self gets zeros_like(grad). */
-static disp_status overwrite_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(overwrite_backward) {
   return ag_needs(c, 0) ? ag_zeros_like(g[0], &out[0]) : DISP_OK;
 }
 
 /* copy_(self, src): self gets zeros_like(grad), src gets grad. */
-static disp_status copy_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(copy_backward) {
   disp_status st = DISP_OK;
   if (ag_needs(c, 0)) st = ag_zeros_like(g[0], &out[0]);
   if (st == DISP_OK && ag_needs(c, 1)) out[1] = disp_tensor_retain(g[0]);
@@ -31,12 +31,3 @@ static disp_status copy_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor *
  * fill_.Scalar is FillBackward2 (fill.Scalar and fill.Tensor come first in
  * derivatives.yaml); copy_'s node is hand-written in 1.13, and the name() of
  * such nodes is their C++ type's, namespace included. */
-static const ag_formula formulas[] = {
-    {"aten::_to_copy", "ToCopyBackward0", "self", "", pass_backward, NULL},
-    {"aten::clone", "CloneBackward0", "self", "", pass_backward, NULL},
-    {"aten::copy_", "torch::autograd::CopyBackwards", "self,src", "", copy_backward, NULL},
-    {"aten::fill_.Scalar", "FillBackward2", "self", "", overwrite_backward, NULL},
-    {"aten::zero_", "ZeroBackward0", "self", "", overwrite_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_copy = {formulas, sizeof formulas / sizeof *formulas};

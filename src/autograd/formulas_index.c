@@ -80,7 +80,7 @@ static disp_status embed(ag_ctx *c, disp_tensor *g, int64_t d, int64_t start, in
 }
 
 /* select.int: grad placed at index along dim (1.13's select_backward). */
-static disp_status select_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(select_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   int nd;
   const int64_t *sizes = ag_input_sizes(c, 0, &nd);
@@ -103,7 +103,7 @@ static int64_t slice_start(ag_ctx *c, int64_t size) {
 
 /* slice.Tensor: grad placed at start, start + step, ... along dim (1.13's
  * slice_backward). */
-static disp_status slice_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(slice_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   int nd;
   const int64_t *sizes = ag_input_sizes(c, 0, &nd);
@@ -114,7 +114,7 @@ static disp_status slice_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor 
 
 /* cat: each input gets its part of grad along dim (narrow); a legacy empty
  * input of shape [0], which cat skipped, gets zeros of its shape. */
-static disp_status cat_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(cat_backward) {
   int64_t d = ag_wrap_dim(ag_int(c, 1), disp_tensor_ndim(g[0])), offset = 0;
   disp_status st = DISP_OK;
   for (int j = 0; j < ag_num_inputs(c) && st == DISP_OK; j++) {
@@ -132,19 +132,10 @@ static disp_status cat_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **
 }
 
 /* stack: input j gets grad.select(dim, j) (1.13's unbind). */
-static disp_status stack_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(stack_backward) {
   int64_t d = ag_wrap_dim(ag_int(c, 1), disp_tensor_ndim(g[0]));
   disp_status st = DISP_OK;
   for (int j = 0; j < ag_num_inputs(c) && st == DISP_OK; j++)
     if (ag_needs(c, j)) st = disp_aten_select_int(g[0], d, j, &out[j]);
   return st;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::select.int", "SelectBackward0", "self", "", select_backward, NULL},
-    {"aten::slice.Tensor", "SliceBackward0", "self", "", slice_backward, NULL},
-    {"aten::cat", "CatBackward0", "tensors", "", cat_backward, NULL},
-    {"aten::stack", "StackBackward0", "tensors", "", stack_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_index = {formulas, sizeof formulas / sizeof *formulas};

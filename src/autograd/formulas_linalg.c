@@ -64,7 +64,7 @@ static disp_status mat2_backward(ag_ctx *c, int j, disp_tensor *grad, disp_tenso
 /* mm: self: mm_mat1_backward(grad, mat2, self geometry, 1);
  * mat2: mm_mat2_backward(grad, self, mat2 geometry, 1). Each saved matrix
  * is there only for the other's gradient (saved "self@mat2,mat2@self"). */
-static disp_status mm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(mm_backward) {
   disp_status st = DISP_OK;
   disp_scalar one = disp_scalar_int(1);
   disp_tensor *self = ag_saved(c, 0), *mat2 = ag_saved(c, 1);
@@ -75,7 +75,7 @@ static disp_status mm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **o
 
 /* addmm: self: maybe_multiply(grad, beta) (summed to self's shape by the
  * engine); mat1, mat2: as mm, times alpha. */
-static disp_status addmm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(addmm_backward) {
   disp_status st = DISP_OK;
   disp_scalar beta = ag_scalar(c, 3), alpha = ag_scalar(c, 4);
   disp_tensor *mat1 = ag_saved(c, 0), *mat2 = ag_saved(c, 1);
@@ -96,17 +96,9 @@ static disp_status bmm_t(disp_tensor *a, int ta, disp_tensor *b, int tb, disp_te
 }
 
 /* bmm: self: grad.bmm(mat2.transpose(1, 2)); mat2: self.transpose(1, 2).bmm(grad). */
-static disp_status bmm_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(bmm_backward) {
   disp_status st = DISP_OK;
   if (ag_needs(c, 0)) st = bmm_t(g[0], 0, ag_saved(c, 1), 1, &out[0]);
   if (st == DISP_OK && ag_needs(c, 1)) st = bmm_t(ag_saved(c, 0), 1, g[0], 0, &out[1]);
   return st;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::mm", "MmBackward0", "self,mat2", "self@mat2,mat2@self", mm_backward, NULL},
-    {"aten::addmm", "AddmmBackward0", "self,mat1,mat2", "mat1@mat2,mat2@mat1", addmm_backward, NULL},
-    {"aten::bmm", "BmmBackward0", "self,mat2", "self@mat2,mat2@self", bmm_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_linalg = {formulas, sizeof formulas / sizeof *formulas};

@@ -41,14 +41,14 @@ static disp_status to_dtype(disp_tensor *t, disp_dtype dtype, disp_tensor **out)
 /* ---- softmax and log_softmax ---------------------------------------------- */
 
 /* _log_softmax: _log_softmax_backward_data(grad, result, dim, self.dtype). */
-static disp_status log_softmax_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(log_softmax_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   return disp_aten__log_softmax_backward_data(g[0], ag_saved(c, 0), ag_int(c, 1), (int32_t)ag_input_dtype(c, 0),
                                               &out[0]);
 }
 
 /* _softmax: _softmax_backward_data(grad, result, dim, self.dtype). */
-static disp_status softmax_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(softmax_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   return disp_aten__softmax_backward_data(g[0], ag_saved(c, 0), ag_int(c, 1), (int32_t)ag_input_dtype(c, 0),
                                           &out[0]);
@@ -59,7 +59,7 @@ static disp_status softmax_backward(ag_ctx *c, disp_tensor *const *g, disp_tenso
  *   output: softmax_double_backward = grad_output * grad
  *           - (output * grad_output).sum(dim, true) * grad
  *           - grad_output * (output * grad).sum(dim, true) */
-static disp_status softmax_data_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(softmax_data_backward) {
   disp_tensor *go = ag_saved(c, 0), *o = ag_saved(c, 1);
   int64_t dim = ag_int(c, 2);
   disp_status st = DISP_OK;
@@ -79,7 +79,7 @@ static disp_status softmax_data_backward(ag_ctx *c, disp_tensor *const *g, disp_
  * gc = grad.to(output.dtype()):
  *   grad_output: gc - (gc * output.exp()).sum(dim, true)
  *   output: -grad_output.sum(dim, true) * output.exp() * gc */
-static disp_status log_softmax_data_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(log_softmax_data_backward) {
   disp_tensor *go = ag_saved(c, 0), *o = ag_saved(c, 1), *gc = NULL, *ex = NULL, *s = NULL, *ns = NULL;
   int64_t dim = ag_int(c, 2);
   disp_status st = to_dtype(g[0], disp_tensor_dtype(o), &gc);
@@ -102,7 +102,7 @@ static disp_status log_softmax_data_backward(ag_ctx *c, disp_tensor *const *g, d
 
 /* nll_loss_forward: nll_loss_backward(grad, self, target, weight,
  * reduction, ignore_index, total_weight). */
-static disp_status nll_loss_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(nll_loss_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   return disp_aten_nll_loss_backward(g[0], ag_saved(c, 0), ag_saved(c, 1), ag_saved(c, 2), ag_int(c, 3),
                                      ag_int(c, 4), ag_saved(c, 3), &out[0]);
@@ -112,7 +112,7 @@ static disp_status nll_loss_backward(ag_ctx *c, disp_tensor *const *g, disp_tens
  * ignore_index, total_weight):
  *   grad_output: nll_loss(grad, target, weight, reduction, ignore_index)
  *   self: zeros_like(grad) */
-static disp_status nll_loss_backward_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(nll_loss_backward_backward) {
   disp_status st = DISP_OK;
   if (ag_needs(c, 0))
     st = disp_aten_nll_loss(g[0], ag_saved(c, 0), ag_saved(c, 1), ag_int(c, 4), ag_int(c, 5), &out[0]);
@@ -124,7 +124,7 @@ static disp_status nll_loss_backward_backward(ag_ctx *c, disp_tensor *const *g, 
 
 /* mse_loss: self: mse_loss_backward(grad, self, target, reduction);
  * target: mse_loss_backward(grad, target, self, reduction). */
-static disp_status mse_loss_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(mse_loss_backward) {
   disp_tensor *self = ag_saved(c, 0), *target = ag_saved(c, 1);
   int64_t red = ag_int(c, 2);
   disp_status st = DISP_OK;
@@ -165,7 +165,7 @@ static disp_status mse_grad_output(disp_tensor *grad, disp_tensor *go, disp_tens
  *   grad_output: mse_loss_double_backward_grad_output(grad, grad_output, self, target, reduction)
  *   self: mse_loss_double_backward(grad * grad_output, self, reduction)
  *   target: -mse_loss_double_backward(grad * grad_output, target, reduction) */
-static disp_status mse_loss_backward_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(mse_loss_backward_backward) {
   disp_tensor *go = ag_saved(c, 0), *self = ag_saved(c, 1), *target = ag_saved(c, 2), *gg = NULL;
   int64_t red = ag_int(c, 3);
   disp_status st = DISP_OK;
@@ -205,7 +205,7 @@ static double dropout_scale(ag_ctx *c) {
 /* native_dropout: input: with grad mode on (create_graph), the
  * differentiable grad * (mask * scale); else native_dropout_backward(grad,
  * result1, scale). */
-static disp_status native_dropout_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(native_dropout_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   double scale = dropout_scale(c);
   if (ag_create_graph(c)) return masked_scale(g[0], ag_saved(c, 0), scale, &out[0]);
@@ -215,7 +215,7 @@ static disp_status native_dropout_backward(ag_ctx *c, disp_tensor *const *g, dis
 /* native_dropout_backward(grad_output, mask, scale):
  *   grad_output: native_dropout_double_backward(grad, grad_output, mask, scale)
  *   mask: not_implemented */
-static disp_status native_dropout_backward_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(native_dropout_backward_backward) {
   if (ag_needs(c, 1))
     return disp__fail(DISP_ERR_KERNEL,
                       "the derivative for 'native_dropout_backward: mask' is not implemented.");
@@ -226,24 +226,3 @@ static disp_status native_dropout_backward_backward(ag_ctx *c, disp_tensor *cons
   disp_tensor_release(gc);
   return st;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::_log_softmax", "LogSoftmaxBackward0", "self", "result", log_softmax_backward, NULL},
-    {"aten::_softmax", "SoftmaxBackward0", "self", "result", softmax_backward, NULL},
-    {"aten::_softmax_backward_data", "SoftmaxBackwardDataBackward0", "grad_output,output", "grad_output,output",
-     softmax_data_backward, NULL},
-    {"aten::_log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0", "grad_output,output",
-     "grad_output,output", log_softmax_data_backward, NULL},
-    {"aten::nll_loss_forward", "NllLossBackward0", "self", "self,target,weight,result1", nll_loss_backward,
-     "result1"},
-    {"aten::nll_loss_backward", "NllLossBackwardBackward0", "grad_output,self", "target,weight",
-     nll_loss_backward_backward, NULL},
-    {"aten::mse_loss", "MseLossBackward0", "self,target", "self,target", mse_loss_backward, NULL},
-    {"aten::mse_loss_backward", "MseLossBackwardBackward0", "grad_output,self,target", "grad_output,self,target",
-     mse_loss_backward_backward, NULL},
-    {"aten::native_dropout", "NativeDropoutBackward0", "input", "result1", native_dropout_backward, "result1"},
-    {"aten::native_dropout_backward", "NativeDropoutBackwardBackward0", "grad_output,mask", "mask,grad_output",
-     native_dropout_backward_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_nn = {formulas, sizeof formulas / sizeof *formulas};

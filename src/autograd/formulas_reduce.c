@@ -13,7 +13,7 @@ static disp_status expand_to_input(ag_ctx *c, disp_tensor *g, disp_tensor **out)
 }
 
 /* sum: grad.expand(self.sizes()). */
-static disp_status sum_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(sum_backward) {
   return ag_needs(c, 0) ? expand_to_input(c, g[0], &out[0]) : DISP_OK;
 }
 
@@ -48,7 +48,7 @@ static disp_status unsqueeze_reduced(ag_ctx *c, disp_tensor *g, int dim_pos, int
 }
 
 /* sum.dim_IntList: unsqueeze the reduced dims, then expand. */
-static disp_status sum_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(sum_dim_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *u;
   disp_status st = unsqueeze_reduced(c, g[0], 1, 2, &u);
@@ -73,7 +73,7 @@ static int64_t mean_count(ag_ctx *c, int dim_pos) {
 }
 
 /* mean: grad.expand(sizes) / numel. */
-static disp_status mean_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(mean_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *e;
   disp_status st = expand_to_input(c, g[0], &e);
@@ -86,12 +86,12 @@ static disp_status mean_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor *
  * keepdim), sum.dim's gradient divided by the count; an all-reduce (dim
  * None or empty) divides by the saved self's numel, as 1.13, which saves
  * self for it (so its version is checked). */
-static disp_status mean_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(mean_dim_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *s = NULL;
   int all = ag_is_none(c, 1) || ag_int_list(c, 1).len == 0;
   int64_t n = all ? disp_tensor_numel(ag_saved(c, 0)) : mean_count(c, 1);
-  disp_status st = sum_dim_backward(c, g, &s);
+  disp_status st = disp__bw_sum_dim_backward(c, g, &s);
   if (st == DISP_OK) st = disp_aten_div_Scalar(s, disp_scalar_int(n), &out[0]);
   disp_tensor_release(s);
   return st;
@@ -99,7 +99,7 @@ static disp_status mean_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tens
 
 /* amax: grad / (number of maxima) at every maximum, 0 elsewhere (1.13's
  * scale_grad_by_count over restore_reduced_dims). Saved: self, result. */
-static disp_status amax_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(amax_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *gu = NULL, *ru = NULL, *mask = NULL, *count = NULL, *share = NULL;
   disp_opt_int_list dims = {ag_int_list(c, 1), true};
@@ -141,7 +141,7 @@ static disp_status unsqueeze_unless(disp_tensor *t, int keep, int64_t d, disp_te
 
 /* max.dim: grad goes to the position indices (saved result1) names
  * (1.13's value_selecting_reduction_backward); indices get none. */
-static disp_status max_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(max_dim_backward) {
   if (!ag_needs(c, 0) || !g[0]) return DISP_OK;
   int nd;
   ag_input_sizes(c, 0, &nd);
@@ -160,14 +160,3 @@ static disp_status max_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tenso
   disp_tensor_release(gu), disp_tensor_release(iu), disp_tensor_release(mask), disp_tensor_release(zero);
   return st;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::sum", "SumBackward0", "self", "", sum_backward, NULL},
-    {"aten::sum.dim_IntList", "SumBackward1", "self", "", sum_dim_backward, NULL},
-    {"aten::mean", "MeanBackward0", "self", "", mean_backward, NULL},
-    {"aten::mean.dim", "MeanBackward1", "self", "self", mean_dim_backward, NULL},
-    {"aten::amax", "AmaxBackward0", "self", "self,result", amax_backward, NULL},
-    {"aten::max.dim", "MaxBackward0", "self", "result1", max_dim_backward, "result1"},
-};
-
-const ag_formula_set disp__ag_formulas_reduce = {formulas, sizeof formulas / sizeof *formulas};

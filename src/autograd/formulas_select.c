@@ -42,7 +42,7 @@ static disp_status where_cmp_scalar(cmp_fn cmp, disp_tensor *self, disp_scalar v
 }
 
 /* abs: grad * self.sgn(); sgn of a real tensor is 1, -1 or 0 (NaN: 0). */
-static disp_status abs_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(abs_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *self = ag_saved(c, 0), *zero = NULL, *one = NULL, *minus = NULL, *neg = NULL, *sgn = NULL;
   disp_status st = ag_scalar_like(self, disp_scalar_int(0), &zero);
@@ -57,7 +57,7 @@ static disp_status abs_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **
 }
 
 /* clamp: grad where min <= self <= max (each bound only when given). */
-static disp_status clamp_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(clamp_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_tensor *self = ag_saved(c, 0), *low = NULL;
   disp_scalar min = ag_scalar(c, 1), max = ag_scalar(c, 2);
@@ -71,7 +71,7 @@ static disp_status clamp_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor 
 }
 
 /* clamp_min: where(self >= min, grad, 0). */
-static disp_status clamp_min_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(clamp_min_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   return where_cmp_scalar(disp_aten_ge_Tensor, ag_saved(c, 0), ag_scalar(c, 1), g[0], &out[0]);
 }
@@ -89,17 +89,17 @@ static disp_status extremum_backward(ag_ctx *c, disp_tensor *const *g, disp_tens
   return st;
 }
 
-static disp_status maximum_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(maximum_backward) {
   return extremum_backward(c, g, out, disp_aten_lt_Tensor, disp_aten_gt_Tensor);
 }
 
-static disp_status minimum_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(minimum_backward) {
   return extremum_backward(c, g, out, disp_aten_gt_Tensor, disp_aten_lt_Tensor);
 }
 
 /* where.self: self gets where(condition, grad, 0), other where(condition,
  * 0, grad); the condition is not differentiable. */
-static disp_status where_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(where_backward) {
   disp_tensor *cond = ag_saved(c, 0), *zero = NULL;
   disp_status st = ag_scalar_like(g[0], disp_scalar_int(0), &zero);
   if (st == DISP_OK && ag_needs(c, 0)) st = disp_aten_where_self(cond, g[0], zero, &out[0]);
@@ -107,14 +107,3 @@ static disp_status where_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor 
   disp_tensor_release(zero);
   return st;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::abs", "AbsBackward0", "self", "self", abs_backward, NULL},
-    {"aten::clamp", "ClampBackward1", "self", "self", clamp_backward, NULL},
-    {"aten::clamp_min", "ClampMinBackward0", "self", "self", clamp_min_backward, NULL},
-    {"aten::maximum", "MaximumBackward0", "self,other", "self,other", maximum_backward, NULL},
-    {"aten::minimum", "MinimumBackward0", "self,other", "self,other", minimum_backward, NULL},
-    {"aten::where.self", "WhereBackward0", "self,other", "condition", where_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_select = {formulas, sizeof formulas / sizeof *formulas};

@@ -5,12 +5,12 @@
 #include "formula.h"
 
 /* t: grad.t(). */
-static disp_status t_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(t_backward) {
   return ag_needs(c, 0) ? disp_aten_t(g[0], &out[0]) : DISP_OK;
 }
 
 /* view, _reshape_alias: grad.reshape(self.sizes()). */
-static disp_status reshape_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(reshape_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   int nd;
   const int64_t *sizes = ag_input_sizes(c, 0, &nd);
@@ -19,13 +19,13 @@ static disp_status reshape_backward(ag_ctx *c, disp_tensor *const *g, disp_tenso
 }
 
 /* expand: at::sum_to(grad, self.sizes()) - which the engine does. */
-static disp_status expand_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(expand_backward) {
   if (ag_needs(c, 0)) out[0] = disp_tensor_retain(g[0]);
   return DISP_OK;
 }
 
 /* permute: grad.permute(the inverse permutation). */
-static disp_status permute_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(permute_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   disp_int_list dims = ag_int_list(c, 1);
   int64_t inv[64] = {0};
@@ -38,18 +38,18 @@ static disp_status permute_backward(ag_ctx *c, disp_tensor *const *g, disp_tenso
 }
 
 /* transpose.int: grad.transpose(dim0, dim1). */
-static disp_status transpose_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(transpose_backward) {
   return ag_needs(c, 0) ? disp_aten_transpose_int(g[0], ag_int(c, 1), ag_int(c, 2), &out[0]) : DISP_OK;
 }
 
 /* unsqueeze: grad.squeeze(dim). */
-static disp_status unsqueeze_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(unsqueeze_backward) {
   return ag_needs(c, 0) ? disp_aten_squeeze_dim(g[0], ag_int(c, 1), &out[0]) : DISP_OK;
 }
 
 /* squeeze.dim: 1.13's unsqueeze_to - grad.unsqueeze(dim) when self had
  * size 1 there (the dim was squeezed), else grad. */
-static disp_status squeeze_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_tensor **out) {
+AG_BACKWARD(squeeze_dim_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
   int nd;
   const int64_t *sizes = ag_input_sizes(c, 0, &nd);
@@ -58,16 +58,3 @@ static disp_status squeeze_dim_backward(ag_ctx *c, disp_tensor *const *g, disp_t
   out[0] = disp_tensor_retain(g[0]);
   return DISP_OK;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::t", "TBackward0", "self", "", t_backward, NULL},
-    {"aten::view", "ViewBackward0", "self", "", reshape_backward, NULL},
-    {"aten::_reshape_alias", "ReshapeAliasBackward0", "self", "", reshape_backward, NULL},
-    {"aten::expand", "ExpandBackward0", "self", "", expand_backward, NULL},
-    {"aten::permute", "PermuteBackward0", "self", "", permute_backward, NULL},
-    {"aten::transpose.int", "TransposeBackward0", "self", "", transpose_backward, NULL},
-    {"aten::unsqueeze", "UnsqueezeBackward0", "self", "", unsqueeze_backward, NULL},
-    {"aten::squeeze.dim", "SqueezeBackward1", "self", "", squeeze_dim_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_shape = {formulas, sizeof formulas / sizeof *formulas};

@@ -187,32 +187,26 @@ static disp_status through_storage(ag_ctx *c, disp_tensor *g, const geom *out, c
   return st;
 }
 
-static disp_status as_strided_backward(ag_ctx *c, disp_tensor *const *grads, disp_tensor **res) {
+AG_BACKWARD(as_strided_backward) {
   if (!ag_needs(c, 0)) return DISP_OK;
-  disp_tensor *g = NULL;
+  disp_tensor *trimmed = NULL;
   int nd;
   ag_input_sizes(c, 0, &nd);
   if (ag_int_list(c, 1).len > MAX_DIMS || nd > MAX_DIMS || !ag_input_strides(c, 0))
     return disp__fail(DISP_ERR_KERNEL, "as_strided: the derivative for an input over 64 dims or without strides is "
                                        "not implemented");
-  geom out, in;
+  geom out_geom, in;
   int empty = 0;
-  disp_status st = trim_output(c, grads[0], &out, &empty, &g);
+  disp_status st = trim_output(c, g[0], &out_geom, &empty, &trimmed);
   trim_input(c, &in, &empty);
-  if (st == DISP_OK && empty) st = ag_zeros_like_input(c, 0, res);
+  if (st == DISP_OK && empty) st = ag_zeros_like_input(c, 0, out);
   else if (st == DISP_OK) {
     int64_t in_off = ag_input_storage_offset(c, 0), out_off = ag_is_none(c, 3) ? in_off : ag_int(c, 3);
     int64_t shared = in_off < out_off ? in_off : out_off;
-    int64_t in_total = min_storage(&in, in_off - shared), out_total = min_storage(&out, out_off - shared);
-    st = through_storage(c, g, &out, &in, out_off - shared, in_off - shared,
-                         in_total > out_total ? in_total : out_total, res);
+    int64_t in_total = min_storage(&in, in_off - shared), out_total = min_storage(&out_geom, out_off - shared);
+    st = through_storage(c, trimmed, &out_geom, &in, out_off - shared, in_off - shared,
+                         in_total > out_total ? in_total : out_total, out);
   }
-  disp_tensor_release(g);
+  disp_tensor_release(trimmed);
   return st;
 }
-
-static const ag_formula formulas[] = {
-    {"aten::as_strided", "AsStridedBackward0", "self", "", as_strided_backward, NULL},
-};
-
-const ag_formula_set disp__ag_formulas_strided = {formulas, sizeof formulas / sizeof *formulas};

@@ -15,17 +15,10 @@
 #include "error_internal.h"
 #include "record_internal.h"
 
-static const ag_formula_set *const sets[] = {
-    &disp__ag_formulas_pointwise, &disp__ag_formulas_reduce, &disp__ag_formulas_linalg,
-    &disp__ag_formulas_nn,        &disp__ag_formulas_conv,   &disp__ag_formulas_shape,
-    &disp__ag_formulas_select,    &disp__ag_formulas_copy,   &disp__ag_formulas_index,
-    &disp__ag_formulas_strided,
-};
-
+/* The manifest's formulas and non-differentiable operators (formula.h). */
 static const ag_formula *formula_for(const char *op) {
-  for (size_t s = 0; s < sizeof sets / sizeof *sets; s++)
-    for (size_t i = 0; i < sets[s]->n; i++)
-      if (!strcmp(sets[s]->formulas[i].op, op)) return &sets[s]->formulas[i];
+  for (size_t i = 0; i < disp__ag_formula_count; i++)
+    if (!strcmp(disp__ag_formulas[i].op, op)) return &disp__ag_formulas[i];
   return NULL;
 }
 
@@ -35,25 +28,15 @@ static void info_free(void *p) {
   disp__free(info);
 }
 
-/* Built-in operators 1.13 does not differentiate: the pass-through alone
- * (derivatives.yaml has no entry, or marks every output non_differentiable;
- * detach's view simply has no graph). Not a fallthrough: the pass-through's
- * guard is what leaves e.g. zeros_like's result at version 0, although its
- * kernel zeroes it in place. */
-static const char *const not_differentiable[] = {
-    "aten::empty.memory_format", "aten::empty_strided", "aten::zeros", "aten::ones", "aten::full",
-    "aten::arange", "aten::arange.start", "aten::arange.start_step", "aten::rand", "aten::randn",
-    "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::scalar_tensor",
-    "aten::eq.Tensor", "aten::eq.Scalar", "aten::lt.Tensor", "aten::gt.Tensor", "aten::ge.Tensor",
-    "aten::le.Tensor", "aten::ne.Tensor", "aten::argmax", "aten::_local_scalar_dense", "aten::detach",
-    "aten::resize_", "aten::set_.source_Tensor", "aten::set_.source_Storage",
-    "aten::set_.source_Storage_storage_offset", "aten::_copy_from", "aten::_copy_from_and_resize",
-    "aten::item",
-};
-
+/* Built-in operators 1.13 does not differentiate (the manifest's
+ * NOT_DIFFERENTIABLE rows) get the pass-through alone (derivatives.yaml has
+ * no entry, or marks every output non_differentiable; detach's view simply
+ * has no graph). Not a fallthrough: the pass-through's guard is what leaves
+ * e.g. zeros_like's result at version 0, although its kernel zeroes it in
+ * place. */
 static int is_not_differentiable(const char *op) {
-  for (size_t i = 0; i < sizeof not_differentiable / sizeof *not_differentiable; i++)
-    if (!strcmp(not_differentiable[i], op)) return 1;
+  for (size_t i = 0; i < disp__ag_not_differentiable_count; i++)
+    if (!strcmp(disp__ag_not_differentiable[i], op)) return 1;
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #define DISP_STUB_INTERNAL_H
 
 #include "aten_internal.h"
+#include "aten_kernels.h"
 #include "disp/stub.h"
 #include "tensor_iter.h"
 
@@ -42,27 +43,19 @@ disp_status disp__stub_walk(const disp_titer_plan *p, int b0, int b1, disp_stub_
 disp_status disp__stub_pointwise(const char *op, disp_stub id, int mode, disp_tensor *dest, disp_tensor *const *ins,
                                  int nin, disp_dtype dt, disp_scalar alpha, disp_tensor **ret);
 
-/* The kernels, of the operators' exact C types (stub_pointwise.c, stub_binary.c, stub_reduce.c). */
-disp_status disp__stub_exp(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_log(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_tanh(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_sigmoid(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_sqrt(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_abs(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_neg(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_relu(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_relu_(disp_tensor *self, disp_tensor **out0);
-disp_status disp__stub_add_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0);
-disp_status disp__stub_add__Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0);
-disp_status disp__stub_add_out(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor *out_,
-                               disp_tensor **out0);
-disp_status disp__stub_sub_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0);
-disp_status disp__stub_sub__Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0);
-disp_status disp__stub_mul_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0);
-disp_status disp__stub_mul__Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0);
-disp_status disp__stub_div_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0);
-disp_status disp__stub_div__Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0);
-disp_status disp__stub_sum_dim_IntList(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
-                                       disp_tensor **out0);
+/* The kernels disp__stub_ID of the manifest's rows with .stub, of the
+ * operators' exact C types, are declared in the generated aten_kernels.h
+ * (stub_pointwise.c, stub_binary.c, stub_reduce.c define them). */
+
+/* An operator the stub kernels serve (generated from the manifest's .stub
+ * column, aten_gen.c): the stubs any of which makes the backend get its
+ * kernel. */
+typedef struct disp__stub_op {
+  const char *name;
+  disp_fn kernel;
+  unsigned stubs; /* 1u << disp_stub */
+} disp__stub_op;
+
+extern const disp__stub_op disp__stub_ops[];
 
 #endif

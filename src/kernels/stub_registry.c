@@ -22,38 +22,10 @@
 
 enum { NBACKENDS = 3 }; /* PrivateUse1..3 */
 
-#define BIT(ID) (1u << DISP_STUB_##ID)
 
-/* An operator the stub kernels serve: the stubs any of which makes the
- * kernel worth registering. Strong references: a missing kernel fails the link. */
-typedef struct stub_op {
-  const char *name;
-  disp_fn kernel;
-  unsigned stubs;
-} stub_op;
-
-static const stub_op g_ops[] = {
-    {"aten::exp", DISP_FN(disp__stub_exp), BIT(EXP)},
-    {"aten::log", DISP_FN(disp__stub_log), BIT(LOG)},
-    {"aten::tanh", DISP_FN(disp__stub_tanh), BIT(TANH)},
-    {"aten::sigmoid", DISP_FN(disp__stub_sigmoid), BIT(SIGMOID)},
-    {"aten::sqrt", DISP_FN(disp__stub_sqrt), BIT(SQRT)},
-    {"aten::abs", DISP_FN(disp__stub_abs), BIT(ABS)},
-    {"aten::neg", DISP_FN(disp__stub_neg), BIT(NEG)},
-    {"aten::relu", DISP_FN(disp__stub_relu), BIT(RELU)},
-    {"aten::relu_", DISP_FN(disp__stub_relu_), BIT(RELU)},
-    {"aten::add.Tensor", DISP_FN(disp__stub_add_Tensor), BIT(ADD)},
-    {"aten::add_.Tensor", DISP_FN(disp__stub_add__Tensor), BIT(ADD)},
-    {"aten::add.out", DISP_FN(disp__stub_add_out), BIT(ADD)},
-    {"aten::sub.Tensor", DISP_FN(disp__stub_sub_Tensor), BIT(SUB) | BIT(ADD)},
-    {"aten::sub_.Tensor", DISP_FN(disp__stub_sub__Tensor), BIT(SUB) | BIT(ADD)},
-    {"aten::mul.Tensor", DISP_FN(disp__stub_mul_Tensor), BIT(MUL)},
-    {"aten::mul_.Tensor", DISP_FN(disp__stub_mul__Tensor), BIT(MUL)},
-    {"aten::div.Tensor", DISP_FN(disp__stub_div_Tensor), BIT(DIV)},
-    {"aten::div_.Tensor", DISP_FN(disp__stub_div__Tensor), BIT(DIV)},
-    {"aten::sum.dim_IntList", DISP_FN(disp__stub_sum_dim_IntList), BIT(SUM)},
-};
-enum { NOPS = sizeof g_ops / sizeof g_ops[0] };
+/* The operators the stubs serve: the manifest's .stub column. */
+#define g_ops disp__stub_ops
+enum { NOPS = DISP__STUB_OP_COUNT };
 
 static const char *const g_names[DISP_STUB_COUNT] = {
 #define X(ID, name, nin) name,
