@@ -556,6 +556,10 @@ static void run_case(const chk_case *c, const chk_opts *gopts, chk_report *r) {
            disp_schema_argument_name(schema, a));
       return;
     }
+  if (o->gradcheck) {
+    chk_gradcheck(c, op, o, r);
+    return;
+  }
   chk_built *b = calloc(nargs ? nargs : 1, sizeof *b);
   disp_stack *stack = disp_stack_new();
   if (!b || !stack) {
@@ -698,7 +702,7 @@ static char *read_cases_file(const char *path) {
 }
 
 static const char *const check_usage =
-    "usage: disp check-ops [--plugin X.so]... [--device DEVICE] [--grad] [--verbose] [--fill-defaults] FILE...\n\n"
+    "usage: disp check-ops [--plugin X.so]... [--device DEVICE] [--grad | --gradcheck] [--verbose] [--fill-defaults] FILE...\n\n"
     "Runs reference cases (shared/conformance/ops format) through the dispatcher with\n"
     "disp_call_boxed and compares returns, aliasing, mutated inputs and errors with what\n"
     "PyTorch 1.13 recorded. Prints 'PASS <case>', 'FAIL <case>: [class] why' or\n"
@@ -721,7 +725,10 @@ static const char *const check_usage =
     "  --grad           run only the cases with a requires_grad line and also check their\n"
     "                   gradients: the inputs made leaves, disp_autograd_grad with the\n"
     "                   grad_output tensors, compared with the grad lines (float64\n"
-    "                   tolerances; no grad line: the gradient must be None)\n";
+    "                   tolerances; no grad line: the gradient must be None)\n"
+    "  --gradcheck      run only the cases with a requires_grad line, through\n"
+    "                   disp_gradcheck and disp_gradgradcheck on their inputs (CPU only;\n"
+    "                   a case noted 'kink' is skipped)\n";
 
 /* One case file: runs its cases, prints their lines, adds to *t. */
 static void run_file(const chk_opts *o, const char *path, chk_totals *t) {
@@ -734,7 +741,7 @@ static void run_file(const chk_opts *o, const char *path, chk_totals *t) {
   long p0 = t->passed, f0 = t->failed, s0 = t->skipped;
   for (size_t k = 0; k < ncases; k++) {
     chk_report r = {0};
-    if (o->grad && !cases[k].nrequires_grad) { chk_case_free(&cases[k]); continue; }
+    if ((o->grad || o->gradcheck) && !cases[k].nrequires_grad) { chk_case_free(&cases[k]); continue; }
     if (o->isolate) run_case_isolated(&cases[k], o, &r);
     else run_case(&cases[k], o, &r);
     if (r.skip) {
@@ -790,6 +797,7 @@ int disp_tool_check_ops(int argc, char **argv) {
     else if (!strcmp(argv[i], "--failures-only")) o.failures_only = 1;
     else if (!strcmp(argv[i], "--isolate")) o.isolate = 1;
     else if (!strcmp(argv[i], "--grad")) o.grad = 1;
+    else if (!strcmp(argv[i], "--gradcheck")) o.gradcheck = 1;
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
     else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "disp check-ops: unknown option '%s'\n\n%s", argv[i], check_usage);

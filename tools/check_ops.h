@@ -169,6 +169,7 @@ typedef struct chk_opts {
   int per_op;
   int isolate;
   int grad; /* --grad: only gradient cases, their gradients checked too */
+  int gradcheck; /* --gradcheck: only gradient cases, gradcheck and gradgradcheck on each */
   int failures_only; /* print FAIL lines (and --per-op summaries) only */
   /* per case, on a Meta run: fresh returns belong on Meta (the case has a
    * tensor or device argument; a factory left to device=None makes CPU) */
@@ -239,5 +240,12 @@ void chk_compare_tensor(chk_report *r, const char *what, const disp_tensor *got,
  * disp_autograd_grad's results with the `grad` lines. Failures go to r.
  */
 void chk_check_grad(const chk_case *c, const disp_op *op, const chk_opts *o, chk_report *r);
+
+/*
+ * chk_gradcheck - disp_gradcheck and disp_gradgradcheck of op on the
+ * case's inputs (check_ops_gradcheck.c), instead of the forward checks.
+ * Failures go to r; a case noted "kink" is skipped.
+ */
+void chk_gradcheck(const chk_case *c, const disp_op *op, const chk_opts *o, chk_report *r);
 
 #endif
