@@ -108,6 +108,7 @@ disp_status chk_push_arg(disp_stack *s, const chk_value *v, const chk_built *b, 
     }
     case CHK_FLOAT: return disp_stack_push_double(s, v->d);
     case CHK_BOOL: return disp_stack_push_bool(s, v->i != 0);
+    case CHK_STR: return disp_stack_push_string(s, v->s);
     case CHK_SCALAR_INT: return disp_stack_push_scalar(s, disp_scalar_int(v->i));
     case CHK_SCALAR_FLOAT: return disp_stack_push_scalar(s, disp_scalar_double(v->d));
     /* The cases were called through Python's torch.ops, whose toIValue turns

@@ -50,7 +50,8 @@ typedef enum chk_kind {
   CHK_LAYOUT,
   CHK_DEVICE,
   CHK_MEMORY_FORMAT,
-  CHK_STORAGE      /* storage DTYPE V... (uses .t with ndim 1, offset 0) */
+  CHK_STORAGE,     /* storage DTYPE V... (uses .t with ndim 1, offset 0) */
+  CHK_STR          /* str TEXT (one token; .s borrows the file text) */
 } chk_kind;
 
 /* A tensor as written: geometry plus the tokens of the whole storage
@@ -72,6 +73,7 @@ typedef struct chk_value {
   int64_t *ints;       /* ints, bools */
   size_t nints;
   chk_tensor t;        /* tensor, tensormeta, storage */
+  const char *s;       /* str */
   struct chk_value *elems; /* tensors: each CHK_TENSOR or CHK_NONE */
   size_t nelems;
 } chk_value;

@@ -431,6 +431,11 @@ static int parse_value(parser *p, size_t line, char **tok, size_t n, chk_value *
     v->d = dev.index;
     return 0;
   }
+  if (!strcmp(k, "str")) {
+    v->kind = CHK_STR;
+    v->s = tok[1];
+    return 0;
+  }
   if (!strcmp(k, "memory_format")) {
     static const char *const names[] = {"contiguous_format", "preserve_format", "channels_last",
                                         "channels_last_3d"};

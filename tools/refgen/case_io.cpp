@@ -112,6 +112,7 @@ Value parse_value(const std::vector<std::string> &tok, size_t k) {
   } else if (kind == "dtype") { need(2); v.kind = Kind::Dtype; v.dtype = parse_dtype(tok[k + 1]); }
   else if (kind == "layout") { need(2); v.kind = Kind::Layout; v.text = tok[k + 1]; }
   else if (kind == "device") { need(2); v.kind = Kind::Device; v.text = tok[k + 1]; }
+  else if (kind == "str") { need(2); v.kind = Kind::Str; v.text = tok[k + 1]; }
   else if (kind == "memory_format") {
     need(2);
     v.kind = Kind::MemoryFormat;
@@ -248,6 +249,7 @@ std::string format_value(const Value &v) {
     case Kind::Layout: return "layout " + v.text;
     case Kind::Device: return "device " + v.text;
     case Kind::MemoryFormat: return std::string("memory_format ") + kMemoryFormats[v.i];
+    case Kind::Str: return "str " + v.text;
     case Kind::Storage: {
       at::Tensor flat = readable_flat(v.t);
       std::string s = std::string("storage ") + dtype_name(v.t.scalar_type());
@@ -327,7 +329,18 @@ File read_file(const std::string &path) {
         c->results.push_back(l);
         if (key == "out" && tok.size() == 4 && tok[2] == "tensors")
           for (size_t n = std::stoul(tok[3]); n > 0; n--) c->results.push_back(lines.at(++k));
-      } else if (key != "requires_grad" && key != "grad_output" && key != "grad") {
+      } else if (key == "requires_grad") {
+        c->requires_grad.assign(tok.begin() + 1, tok.end());
+        c->grad_lines.push_back(l);
+      } else if (key == "grad_output") {
+        GradOutput g;
+        g.ret = std::stoi(tok.at(1));
+        g.v = parse_value(tok, 2);
+        c->grad_outputs.push_back(std::move(g));
+        c->grad_lines.push_back(l);
+      } else if (key == "grad") {
+        c->grad_lines.push_back(l);
+      } else {
         fail(path, k, "unexpected line '" + key + "'");
       }
     } catch (const std::runtime_error &e) {

@@ -3,10 +3,14 @@
 //
 //   refgen --out DIR [--max N] SEED.txt...   variants of every seed case, one file per operator
 //   refgen --verify SEED.txt...              rerun the seed cases and diff with what they record
+//   refgen --record SEED.txt...              a seed file recorded in full, to stdout
 //
 // --verify is how the generator is checked: the seeds were recorded from
 // Python (torch.ops.aten...), so every recorded line this program writes
-// differently is a bug here, not in libdispatch.
+// differently is a bug here, not in libdispatch. That includes the gradient
+// lines, which --record writes for a new operator's seed cases (its args,
+// requires_grad and grad_output lines; everything else is computed) and
+// whose grad_fn names it reports on stderr as "node OP NAME".
 #include <ATen/Parallel.h>
 
 #include <sys/wait.h>
@@ -27,12 +31,15 @@ using namespace refgen;
 
 const char *const kUsage =
     "usage: refgen --out DIR [--max N] [--salt S] SEED.txt...\n"
-    "       refgen --verify SEED.txt...\n\n"
+    "       refgen --verify SEED.txt...\n"
+    "       refgen --record SEED.txt...\n\n"
     "Makes variants of reference cases (tests/data/ops format), runs them through\n"
     "libtorch's boxed dispatcher and writes DIR/<op>.txt. --max caps the variants per\n"
     "seed case (default 8; large cases get fewer); --salt S draws another batch (the\n"
     "committed files use none). --verify reruns the seeds instead\n"
-    "and prints every recorded line libtorch's result does not reproduce.\n";
+    "and prints every recorded line libtorch's result does not reproduce. --record\n"
+    "prints each seed file with its results and gradient lines computed by libtorch\n"
+    "and the grad_fn names on stderr (\"node OP NAME\").\n";
 
 // Seeds with many elements get fewer variants (the folder stays small).
 size_t budget(const Case &c, size_t max_variants) {
@@ -108,15 +115,42 @@ int verify(const std::vector<std::string> &paths) {
         bad++;
         continue;
       }
-      if (r.lines == c.results) { ok++; continue; }
+      std::string node;
+      std::vector<std::string> want = c.results, got = r.lines;
+      if (!r.error) {
+        std::vector<std::string> g = record_grads(c, &node);
+        want.insert(want.end(), c.grad_lines.begin(), c.grad_lines.end());
+        got.insert(got.end(), g.begin(), g.end());
+      }
+      if (want == got) { ok++; continue; }
       bad++;
       std::printf("DIFF %s\n", c.name.c_str());
-      for (const auto &l : c.results) std::printf("  want: %.300s\n", l.c_str());
-      for (const auto &l : r.lines) std::printf("  got:  %.300s\n", l.c_str());
+      for (const auto &l : want) std::printf("  want: %.300s\n", l.c_str());
+      for (const auto &l : got) std::printf("  got:  %.300s\n", l.c_str());
     }
   }
   std::printf("%ld reproduced, %ld differ\n", ok, bad);
   return bad ? 1 : 0;
+}
+
+int record(const std::vector<std::string> &paths) {
+  for (const auto &p : paths) {
+    File f = read_file(p);
+    for (const auto &h : f.header) std::printf("%s\n", h.c_str());
+    for (auto c : f.cases) {
+      RunResult r = run_case(c);
+      c.results = r.lines;
+      std::string node, text = format_case(c);
+      if (!r.error) {
+        std::string grads;
+        for (const auto &l : record_grads(c, &node)) grads += l + "\n";
+        text.insert(text.size() - 4, grads);  // before "end\n"
+      }
+      std::fputs(text.c_str(), stdout);
+      if (!node.empty()) std::fprintf(stderr, "node %s %s\n", c.op.c_str(), node.c_str());
+    }
+  }
+  return 0;
 }
 
 int generate(const std::string &dir, size_t max_variants, const std::string &salt,
@@ -171,20 +205,22 @@ int main(int argc, char **argv) {
   std::string dir;
   size_t max_variants = 8;
   std::string salt;
-  bool do_verify = false;
+  bool do_verify = false, do_record = false;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--out") && i + 1 < argc) dir = argv[++i];
     else if (!std::strcmp(argv[i], "--max") && i + 1 < argc) max_variants = std::stoul(argv[++i]);
     else if (!std::strcmp(argv[i], "--salt") && i + 1 < argc) salt = argv[++i];
     else if (!std::strcmp(argv[i], "--verify")) do_verify = true;
+    else if (!std::strcmp(argv[i], "--record")) do_record = true;
     else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) { std::fputs(kUsage, stdout); return 0; }
     else if (argv[i][0] == '-') { std::fprintf(stderr, "refgen: unknown option %s\n%s", argv[i], kUsage); return 2; }
     else paths.push_back(argv[i]);
   }
-  if (paths.empty() || (!do_verify && dir.empty())) { std::fputs(kUsage, stderr); return 2; }
+  if (paths.empty() || (!do_verify && !do_record && dir.empty())) { std::fputs(kUsage, stderr); return 2; }
   at::set_num_threads(1);  // as the reference: one thread, summation order of one
   try {
+    if (do_record) return record(paths);
     return do_verify ? verify(paths) : generate(dir, max_variants, salt, paths);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "refgen: %s\n", e.what());

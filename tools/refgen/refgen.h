@@ -25,7 +25,7 @@ namespace refgen {
 // The kinds of value an `arg` line holds (README, "Values").
 enum class Kind {
   None, Tensor, Tensors, Int, Ints, Bools, Float, Bool, ScalarInt, ScalarFloat, ScalarBool,
-  Dtype, Layout, Device, MemoryFormat, Storage
+  Dtype, Layout, Device, MemoryFormat, Storage, Str
 };
 
 // One argument value. Tensors own their storage (each input its own, as the
@@ -38,7 +38,7 @@ struct Value {
   std::vector<int64_t> ints;  // ints, bools
   at::Tensor t;               // tensor; storage
   std::vector<Value> elems;   // tensors: each Tensor or None
-  std::string text;           // layout and device names, verbatim
+  std::string text;           // layout and device names, str values, verbatim
 };
 
 struct Arg {
@@ -47,14 +47,25 @@ struct Arg {
   bool defaulted = false;
 };
 
+// A `grad_output I TENSOR` line of a seed (what --record backpropagates).
+struct GradOutput {
+  int ret = 0;
+  Value v;
+};
+
 // One case block. `results` holds a seed's recorded out/aliases/mutated/error
-// lines (gradient lines dropped); a variant's are filled in by run_case.
+// lines; a variant's are filled in by run_case. The gradient lines are kept
+// apart: `requires_grad` labels and the `grad_output` tensors (--record
+// computes the `grad` lines from them; variants have none).
 struct Case {
   std::string name;                // "add.Tensor#3"
   std::string op;                  // "aten::add.Tensor"
   std::vector<std::string> notes;
   std::vector<Arg> args;
   std::vector<std::string> results;
+  std::vector<std::string> requires_grad;
+  std::vector<GradOutput> grad_outputs;
+  std::vector<std::string> grad_lines;  // the seed's gradient lines as written (--verify compares)
 };
 
 // A seed file: its header comment lines and its cases.
@@ -107,8 +118,26 @@ struct RunResult {
 // std::runtime_error when the case does not fit the operator's schema.
 RunResult run_case(const Case &c);
 
+// The operator named as in an `op` line ("aten::add.Tensor"); throws when
+// libtorch has none.
+c10::OperatorHandle find_operator(const std::string &op);
+
 // The schema of an operator named as in an `op` line.
 const c10::FunctionSchema &op_schema(const std::string &op);
+
+// ---- record.cpp -----------------------------------------------------------
+
+// An argument value as the boxed dispatcher takes it (a tensor: a fresh copy
+// with the same geometry over guarded memory; run.cpp).
+c10::IValue arg_ivalue(const Value &v);
+
+// The gradient lines of seed case c (requires_grad, grad_output, grad): the
+// labelled inputs made leaves that require grad, c.op called through the
+// boxed dispatcher with autograd, torch::autograd::grad of the returns that
+// have a grad_output line (allow_unused: an input no gradient reached gets
+// no `grad` line, as 1.13's None). *node is the grad_fn's name() of the
+// first such return ("" when none). Empty when c has no requires_grad.
+std::vector<std::string> record_grads(const Case &c, std::string *node);
 
 // ---- variants.cpp ---------------------------------------------------------
 

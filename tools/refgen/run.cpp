@@ -110,6 +110,7 @@ c10::IValue to_ivalue(const Value &v, std::vector<Input> &inputs, const std::str
     case Kind::Layout: return static_cast<int64_t>(at::kStrided);
     case Kind::Device: return c10::Device(v.text);
     case Kind::MemoryFormat: return v.i;
+    case Kind::Str: return v.text;
     case Kind::Storage: {
       c10::Storage st = guarded_storage(v.t);
       inputs.push_back({label, at::Tensor(), st});
@@ -179,24 +180,25 @@ bool within_storage(const at::Tensor &t) {
 
 }  // namespace
 
-const c10::FunctionSchema &op_schema(const std::string &op) {
+c10::IValue arg_ivalue(const Value &v) {
+  std::vector<Input> inputs;
+  return to_ivalue(v, inputs, "");
+}
+
+c10::OperatorHandle find_operator(const std::string &op) {
   std::string name = op, overload;
   size_t dot = op.find('.', op.find("::") + 2);
   if (dot != std::string::npos) {
     name = op.substr(0, dot);
     overload = op.substr(dot + 1);
   }
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str()).schema();
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
 }
 
+const c10::FunctionSchema &op_schema(const std::string &op) { return find_operator(op).schema(); }
+
 RunResult run_case(const Case &c) {
-  std::string name = c.op, overload;
-  size_t dot = c.op.find('.', c.op.find("::") + 2);
-  if (dot != std::string::npos) {
-    name = c.op.substr(0, dot);
-    overload = c.op.substr(dot + 1);
-  }
-  c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
+  c10::OperatorHandle op = find_operator(c.op);
   const auto &args = op.schema().arguments();
   if (args.size() != c.args.size()) throw std::runtime_error(c.name + ": argument count differs from the schema");
   std::vector<Input> inputs;
