@@ -186,33 +186,17 @@ static disp_status add_common(const char *op, int sub, int mode, disp_tensor *se
 disp_status disp__cpu_add_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
   return add_common("add", 0, DISP_PW_FRESH, self, other, alpha, NULL, out0);
 }
-disp_status disp__meta_add_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
-  return add_common("add", 0, DISP_PW_FRESH, self, other, alpha, NULL, out0);
-}
 disp_status disp__cpu_add__Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
-  return add_common("add_", 0, DISP_PW_INPLACE, self, other, alpha, self, out0);
-}
-disp_status disp__meta_add__Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
   return add_common("add_", 0, DISP_PW_INPLACE, self, other, alpha, self, out0);
 }
 disp_status disp__cpu_add_out(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor *out_,
                               disp_tensor **out0) {
   return add_common("add.out", 0, DISP_PW_OUT, self, other, alpha, out_, out0);
 }
-disp_status disp__meta_add_out(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor *out_,
-                               disp_tensor **out0) {
-  return add_common("add.out", 0, DISP_PW_OUT, self, other, alpha, out_, out0);
-}
 disp_status disp__cpu_sub_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
   return add_common("sub", 1, DISP_PW_FRESH, self, other, alpha, NULL, out0);
 }
-disp_status disp__meta_sub_Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
-  return add_common("sub", 1, DISP_PW_FRESH, self, other, alpha, NULL, out0);
-}
 disp_status disp__cpu_sub__Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
-  return add_common("sub_", 1, DISP_PW_INPLACE, self, other, alpha, self, out0);
-}
-disp_status disp__meta_sub__Tensor(disp_tensor *self, disp_tensor *other, disp_scalar alpha, disp_tensor **out0) {
   return add_common("sub_", 1, DISP_PW_INPLACE, self, other, alpha, self, out0);
 }
 
@@ -285,13 +269,7 @@ static disp_status mul_common(const char *op, int mode, disp_tensor *self, disp_
 disp_status disp__cpu_mul_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
   return mul_common("mul", DISP_PW_FRESH, self, other, out0);
 }
-disp_status disp__meta_mul_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
-  return mul_common("mul", DISP_PW_FRESH, self, other, out0);
-}
 disp_status disp__cpu_mul__Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
-  return mul_common("mul_", DISP_PW_INPLACE, self, other, out0);
-}
-disp_status disp__meta_mul__Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
   return mul_common("mul_", DISP_PW_INPLACE, self, other, out0);
 }
 
@@ -310,13 +288,7 @@ static disp_status div_common(const char *op, int mode, disp_tensor *self, disp_
 disp_status disp__cpu_div_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
   return div_common("div", DISP_PW_FRESH, self, other, out0);
 }
-disp_status disp__meta_div_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
-  return div_common("div", DISP_PW_FRESH, self, other, out0);
-}
 disp_status disp__cpu_div__Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
-  return div_common("div_", DISP_PW_INPLACE, self, other, out0);
-}
-disp_status disp__meta_div__Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
   return div_common("div_", DISP_PW_INPLACE, self, other, out0);
 }
 
@@ -360,13 +332,7 @@ static disp_status minmax(const char *op, disp_tensor *self, disp_tensor *other,
 disp_status disp__cpu_maximum(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
   return minmax("maximum", self, other, max_loops, out0);
 }
-disp_status disp__meta_maximum(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
-  return minmax("maximum", self, other, max_loops, out0);
-}
 disp_status disp__cpu_minimum(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
-  return minmax("minimum", self, other, min_loops, out0);
-}
-disp_status disp__meta_minimum(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
   return minmax("minimum", self, other, min_loops, out0);
 }
 

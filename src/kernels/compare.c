@@ -28,11 +28,9 @@ static disp_status compare(const char *op, disp_tensor *self, disp_tensor *other
   return disp__pointwise(op, op, DISP_PW_FRESH, NULL, ins, 2, common, DISP_DTYPE_BOOL, loops, NULL, out0);
 }
 
+/* One body for CPU and Meta (manifest: META_IS_CPU). */
 #define CMP_TENSOR(name)                                                                          \
   disp_status disp__cpu_##name##_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) { \
-    return compare(#name, self, other, name##_loops, out0);                                       \
-  }                                                                                               \
-  disp_status disp__meta_##name##_Tensor(disp_tensor *self, disp_tensor *other, disp_tensor **out0) { \
     return compare(#name, self, other, name##_loops, out0);                                       \
   }
 CMP_TENSOR(eq)
@@ -53,8 +51,5 @@ static disp_status compare_scalar(const char *op, disp_tensor *self, disp_scalar
 }
 
 disp_status disp__cpu_eq_Scalar(disp_tensor *self, disp_scalar other, disp_tensor **out0) {
-  return compare_scalar("eq", self, other, eq_loops, out0);
-}
-disp_status disp__meta_eq_Scalar(disp_tensor *self, disp_scalar other, disp_tensor **out0) {
   return compare_scalar("eq", self, other, eq_loops, out0);
 }

@@ -316,9 +316,6 @@ disp_status disp__cpu_resize_(disp_tensor *self, disp_int_list size, int32_t mem
   return resize_impl(self, size, memory_format, out0);
 }
 
-disp_status disp__meta_resize_(disp_tensor *self, disp_int_list size, int32_t memory_format, disp_tensor **out0) {
-  return resize_impl(self, size, memory_format, out0);
-}
 
 /* self now views `source` at offset with sizes/strides (strides NULL: contiguous). */
 static disp_status set_storage(disp_tensor *self, disp_storage *source, int64_t offset, const int64_t *sizes,
@@ -346,9 +343,6 @@ disp_status disp__cpu_set__source_Tensor(disp_tensor *self, disp_tensor *source,
   return set_tensor_impl(self, source, out0);
 }
 
-disp_status disp__meta_set__source_Tensor(disp_tensor *self, disp_tensor *source, disp_tensor **out0) {
-  return set_tensor_impl(self, source, out0);
-}
 
 static disp_status set_whole_storage(disp_tensor *self, disp_storage *source, disp_tensor **out) {
   if (!source) return disp_set_error(DISP_ERR_INVALID_ARG, "set_: source storage is undefined");
@@ -361,9 +355,6 @@ disp_status disp__cpu_set__source_Storage(disp_tensor *self, disp_storage *sourc
   return set_whole_storage(self, source, out0);
 }
 
-disp_status disp__meta_set__source_Storage(disp_tensor *self, disp_storage *source, disp_tensor **out0) {
-  return set_whole_storage(self, source, out0);
-}
 
 static disp_status set_geometry(disp_tensor *self, disp_storage *source, int64_t storage_offset, disp_int_list size,
                                 disp_int_list stride, disp_tensor **out) {
@@ -381,8 +372,3 @@ disp_status disp__cpu_set__source_Storage_storage_offset(disp_tensor *self, disp
   return set_geometry(self, source, storage_offset, size, stride, out0);
 }
 
-disp_status disp__meta_set__source_Storage_storage_offset(disp_tensor *self, disp_storage *source,
-                                                          int64_t storage_offset, disp_int_list size,
-                                                          disp_int_list stride, disp_tensor **out0) {
-  return set_geometry(self, source, storage_offset, size, stride, out0);
-}

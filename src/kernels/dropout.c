@@ -70,10 +70,6 @@ static disp_status native_dropout_impl(disp_tensor *input, double p, disp_opt_bo
 }
 
 /* 1.13 has no Meta native_dropout; issue 4 asks Meta for every CPU op. */
-disp_status disp__meta_native_dropout(disp_tensor *input, double p, disp_opt_bool train, disp_tensor **out0,
-                                      disp_tensor **out1) {
-  return native_dropout_impl(input, p, train, out0, out1);
-}
 
 disp_status disp__cpu_native_dropout(disp_tensor *input, double p, disp_opt_bool train, disp_tensor **out0,
                                      disp_tensor **out1) {
@@ -93,10 +89,6 @@ static disp_status dropout_backward_impl(disp_tensor *grad_output, disp_tensor *
 }
 disp_status disp__cpu_native_dropout_backward(disp_tensor *grad_output, disp_tensor *mask, double scale,
                                               disp_tensor **out0) {
-  return dropout_backward_impl(grad_output, mask, scale, out0);
-}
-disp_status disp__meta_native_dropout_backward(disp_tensor *grad_output, disp_tensor *mask, double scale,
-                                               disp_tensor **out0) {
   return dropout_backward_impl(grad_output, mask, scale, out0);
 }
 

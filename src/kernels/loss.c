@@ -88,9 +88,6 @@ static disp_status mse_impl(disp_tensor *self, disp_tensor *target, int64_t redu
 disp_status disp__cpu_mse_loss(disp_tensor *self, disp_tensor *target, int64_t reduction, disp_tensor **out0) {
   return mse_impl(self, target, reduction, out0);
 }
-disp_status disp__meta_mse_loss(disp_tensor *self, disp_tensor *target, int64_t reduction, disp_tensor **out0) {
-  return mse_impl(self, target, reduction, out0);
-}
 
 /* On Meta the same geometry is built and disp__pointwise computes nothing. */
 static disp_status mse_backward_impl(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
@@ -122,10 +119,6 @@ static disp_status mse_backward_impl(disp_tensor *grad_output, disp_tensor *self
 }
 disp_status disp__cpu_mse_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
                                         int64_t reduction, disp_tensor **out0) {
-  return mse_backward_impl(grad_output, self, target, reduction, out0);
-}
-disp_status disp__meta_mse_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
-                                         int64_t reduction, disp_tensor **out0) {
   return mse_backward_impl(grad_output, self, target, reduction, out0);
 }
 
@@ -311,11 +304,6 @@ disp_status disp__cpu_nll_loss_forward(disp_tensor *self, disp_tensor *target, d
                                        int64_t ignore_index, disp_tensor **out0, disp_tensor **out1) {
   return nll_fwd(self, target, weight, reduction, ignore_index, out0, out1);
 }
-disp_status disp__meta_nll_loss_forward(disp_tensor *self, disp_tensor *target, disp_tensor *weight,
-                                        int64_t reduction, int64_t ignore_index, disp_tensor **out0,
-                                        disp_tensor **out1) {
-  return nll_fwd(self, target, weight, reduction, ignore_index, out0, out1);
-}
 
 /* Samples [lo, hi) of the nll_loss gradient: each writes only its row. */
 typedef struct nll_grad_job {
@@ -385,11 +373,6 @@ static disp_status nll_bwd(disp_tensor *grad_output, disp_tensor *self, disp_ten
 disp_status disp__cpu_nll_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
                                         disp_tensor *weight, int64_t reduction, int64_t ignore_index,
                                         disp_tensor *total_weight, disp_tensor **out0) {
-  return nll_bwd(grad_output, self, target, weight, reduction, ignore_index, total_weight, out0);
-}
-disp_status disp__meta_nll_loss_backward(disp_tensor *grad_output, disp_tensor *self, disp_tensor *target,
-                                         disp_tensor *weight, int64_t reduction, int64_t ignore_index,
-                                         disp_tensor *total_weight, disp_tensor **out0) {
   return nll_bwd(grad_output, self, target, weight, reduction, ignore_index, total_weight, out0);
 }
 

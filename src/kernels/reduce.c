@@ -276,16 +276,8 @@ disp_status disp__cpu_sum_dim_IntList(disp_tensor *self, disp_opt_int_list dim, 
                                       disp_tensor **out0) {
   return sum_mean("sum", 0, self, dim, keepdim, dtype, out0);
 }
-disp_status disp__meta_sum_dim_IntList(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
-                                       disp_tensor **out0) {
-  return sum_mean("sum", 0, self, dim, keepdim, dtype, out0);
-}
 disp_status disp__cpu_mean_dim(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
                                disp_tensor **out0) {
-  return sum_mean("mean", 1, self, dim, keepdim, dtype, out0);
-}
-disp_status disp__meta_mean_dim(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
-                                disp_tensor **out0) {
   return sum_mean("mean", 1, self, dim, keepdim, dtype, out0);
 }
 
@@ -372,10 +364,6 @@ static disp_status max_dim_impl(disp_tensor *self, int64_t dim, bool keepdim, di
 disp_status disp__cpu_max_dim(disp_tensor *self, int64_t dim, bool keepdim, disp_tensor **out0, disp_tensor **out1) {
   return max_dim_impl(self, dim, keepdim, out0, out1);
 }
-disp_status disp__meta_max_dim(disp_tensor *self, int64_t dim, bool keepdim, disp_tensor **out0,
-                               disp_tensor **out1) {
-  return max_dim_impl(self, dim, keepdim, out0, out1);
-}
 
 static disp_status amax_impl(disp_tensor *self, disp_int_list dim, bool keepdim, disp_tensor **out0) {
   uint64_t mask;
@@ -386,9 +374,6 @@ static disp_status amax_impl(disp_tensor *self, disp_int_list dim, bool keepdim,
   return max_reduce("amax", self, mask, -1, keepdim, out0, NULL);
 }
 disp_status disp__cpu_amax(disp_tensor *self, disp_int_list dim, bool keepdim, disp_tensor **out0) {
-  return amax_impl(self, dim, keepdim, out0);
-}
-disp_status disp__meta_amax(disp_tensor *self, disp_int_list dim, bool keepdim, disp_tensor **out0) {
   return amax_impl(self, dim, keepdim, out0);
 }
 
@@ -425,8 +410,5 @@ static disp_status argmax_impl(disp_tensor *self, disp_opt_int dim, bool keepdim
   return DISP_OK;
 }
 disp_status disp__cpu_argmax(disp_tensor *self, disp_opt_int dim, bool keepdim, disp_tensor **out0) {
-  return argmax_impl(self, dim, keepdim, out0);
-}
-disp_status disp__meta_argmax(disp_tensor *self, disp_opt_int dim, bool keepdim, disp_tensor **out0) {
   return argmax_impl(self, dim, keepdim, out0);
 }

@@ -166,13 +166,7 @@ static disp_status softmax_fwd(const char *op, int is_log, disp_tensor *self, in
 disp_status disp__cpu__softmax(disp_tensor *self, int64_t dim, bool half_to_float, disp_tensor **out0) {
   return softmax_fwd("_softmax", 0, self, dim, half_to_float, out0);
 }
-disp_status disp__meta__softmax(disp_tensor *self, int64_t dim, bool half_to_float, disp_tensor **out0) {
-  return softmax_fwd("_softmax", 0, self, dim, half_to_float, out0);
-}
 disp_status disp__cpu__log_softmax(disp_tensor *self, int64_t dim, bool half_to_float, disp_tensor **out0) {
-  return softmax_fwd("_log_softmax", 1, self, dim, half_to_float, out0);
-}
-disp_status disp__meta__log_softmax(disp_tensor *self, int64_t dim, bool half_to_float, disp_tensor **out0) {
   return softmax_fwd("_log_softmax", 1, self, dim, half_to_float, out0);
 }
 
@@ -312,15 +306,7 @@ disp_status disp__cpu__softmax_backward_data(disp_tensor *grad_output, disp_tens
                                              int32_t input_dtype, disp_tensor **out0) {
   return softmax_bwd("_softmax_backward_data", 0, grad_output, output, dim, input_dtype, out0);
 }
-disp_status disp__meta__softmax_backward_data(disp_tensor *grad_output, disp_tensor *output, int64_t dim,
-                                              int32_t input_dtype, disp_tensor **out0) {
-  return softmax_bwd("_softmax_backward_data", 0, grad_output, output, dim, input_dtype, out0);
-}
 disp_status disp__cpu__log_softmax_backward_data(disp_tensor *grad_output, disp_tensor *output, int64_t dim,
                                                  int32_t input_dtype, disp_tensor **out0) {
-  return softmax_bwd("_log_softmax_backward_data", 1, grad_output, output, dim, input_dtype, out0);
-}
-disp_status disp__meta__log_softmax_backward_data(disp_tensor *grad_output, disp_tensor *output, int64_t dim,
-                                                  int32_t input_dtype, disp_tensor **out0) {
   return softmax_bwd("_log_softmax_backward_data", 1, grad_output, output, dim, input_dtype, out0);
 }

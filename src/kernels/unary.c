@@ -146,7 +146,6 @@ static disp_status neg_impl(disp_tensor *self, disp_tensor **out0) {
   return unary("neg", "neg_cpu", self, self->dtype, neg_loops, out0);
 }
 disp_status disp__cpu_neg(disp_tensor *self, disp_tensor **out0) { return neg_impl(self, out0); }
-disp_status disp__meta_neg(disp_tensor *self, disp_tensor **out0) { return neg_impl(self, out0); }
 
 disp_dtype disp__float_unary_dtype(const disp_tensor *self) {
   return disp_dtype_is_floating(self->dtype) ? self->dtype : DISP_DTYPE_FLOAT32;
@@ -157,11 +156,10 @@ static disp_status float_unary(const char *op, const char *kname, disp_tensor *s
   return unary(op, kname, self, disp__float_unary_dtype(self), loops, out0);
 }
 
+/* One body for CPU and Meta (manifest: META_IS_CPU): the pointwise driver
+ * computes only the geometry of a Meta result. */
 #define FLOAT_UNARY(name, kname)                                                                  \
   disp_status disp__cpu_##name(disp_tensor *self, disp_tensor **out0) {                           \
-    return float_unary(#name, kname, self, name##_loops, out0);                                   \
-  }                                                                                               \
-  disp_status disp__meta_##name(disp_tensor *self, disp_tensor **out0) {                          \
     return float_unary(#name, kname, self, name##_loops, out0);                                   \
   }
 FLOAT_UNARY(exp, "exp_vml_cpu")
@@ -215,9 +213,6 @@ static disp_status pow_impl(disp_tensor *self, disp_scalar exponent, disp_tensor
   return disp__pointwise("pow", "pow", DISP_PW_FRESH, NULL, ins, 1, common, common, pow_loops, &c, out0);
 }
 disp_status disp__cpu_pow_Tensor_Scalar(disp_tensor *self, disp_scalar exponent, disp_tensor **out0) {
-  return pow_impl(self, exponent, out0);
-}
-disp_status disp__meta_pow_Tensor_Scalar(disp_tensor *self, disp_scalar exponent, disp_tensor **out0) {
   return pow_impl(self, exponent, out0);
 }
 
@@ -278,7 +273,6 @@ static disp_status relu_impl(disp_tensor *self, disp_tensor **out0) {
   return disp_aten_clamp_min(self, disp_scalar_int(0), out0);
 }
 disp_status disp__cpu_relu(disp_tensor *self, disp_tensor **out0) { return relu_impl(self, out0); }
-disp_status disp__meta_relu(disp_tensor *self, disp_tensor **out0) { return relu_impl(self, out0); }
 
 static disp_status relu__impl(disp_tensor *self, disp_tensor **out0) {
   disp_status st = disp__relu_rules(self);
@@ -287,4 +281,3 @@ static disp_status relu__impl(disp_tensor *self, disp_tensor **out0) {
   return clamp_impl("relu_", "clamp_min_cpu", DISP_PW_INPLACE, self, disp_scalar_int(0), none, out0);
 }
 disp_status disp__cpu_relu_(disp_tensor *self, disp_tensor **out0) { return relu__impl(self, out0); }
-disp_status disp__meta_relu_(disp_tensor *self, disp_tensor **out0) { return relu__impl(self, out0); }

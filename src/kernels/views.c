@@ -170,10 +170,6 @@ disp_status disp__cpu_as_strided(disp_tensor *self, disp_int_list size, disp_int
   return as_strided_impl(self, size, stride, storage_offset, out0);
 }
 
-disp_status disp__meta_as_strided(disp_tensor *self, disp_int_list size, disp_int_list stride,
-                                  disp_opt_int storage_offset, disp_tensor **out0) {
-  return as_strided_impl(self, size, stride, storage_offset, out0);
-}
 
 static disp_status reshape_alias_impl(disp_tensor *self, disp_int_list size, disp_int_list stride,
                                       disp_tensor **out) {
@@ -186,10 +182,6 @@ disp_status disp__cpu__reshape_alias(disp_tensor *self, disp_int_list size, disp
   return reshape_alias_impl(self, size, stride, out0);
 }
 
-disp_status disp__meta__reshape_alias(disp_tensor *self, disp_int_list size, disp_int_list stride,
-                                      disp_tensor **out0) {
-  return reshape_alias_impl(self, size, stride, out0);
-}
 
 static disp_status view_impl(disp_tensor *self, disp_int_list size, disp_tensor **out) {
   int64_t shape[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
@@ -208,9 +200,6 @@ disp_status disp__cpu_view(disp_tensor *self, disp_int_list size, disp_tensor **
   return view_impl(self, size, out0);
 }
 
-disp_status disp__meta_view(disp_tensor *self, disp_int_list size, disp_tensor **out0) {
-  return view_impl(self, size, out0);
-}
 
 /* ---- composites ------------------------------------------------------------ */
 
