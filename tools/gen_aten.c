@@ -378,14 +378,17 @@ static void emit_device_wrapper(FILE *c, int d, const disp_schema *s, const disp
   fprintf(c, "}\n\n");
 }
 
-/* Note [NULL arguments] for a typed entry: a NULL Tensor or Storage, a NULL
- * element of a Tensor[] or a NULL out-pointer is refused, naming the
- * header's parameter; a NULL Tensor? (or element of a Tensor?[]) is None. */
+/* Note [NULL arguments] for a typed entry: a NULL Tensor, Storage or str
+ * (not str?), a NULL element of a Tensor[] or a NULL out-pointer is refused,
+ * naming the header's parameter; a NULL Tensor? (or element of a Tensor?[])
+ * or str? is None. */
 static void emit_null_checks(FILE *c, const char *id, const disp_schema *s, const disp_signature *sig) {
   char nm[64];
   for (int i = 0; i < sig->nargs; i++) {
     arg_name(nm, sizeof nm, s->args[i].name);
-    if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_STORAGE)
+    /* a str that is not optional too: NULL is how C says None */
+    int required_str = sig->args[i] == DISP_CT_STR && s->args[i].type->kind != DISP_TYPE_OPTIONAL;
+    if (sig->args[i] == DISP_CT_TENSOR || sig->args[i] == DISP_CT_STORAGE || required_str)
       fprintf(c, "  if (!%s) return disp__null_arg(\"disp_aten_%s\", \"%s\");\n", nm, id, nm);
     else if (sig->args[i] == DISP_CT_TENSOR_LIST && s->args[i].type->elems[0]->kind == DISP_TYPE_TENSOR)
       fprintf(c, "  if (null_in_list(\"disp_aten_%s\", \"%s\", %s)) return DISP_ERR_INVALID_ARG;\n", id, nm, nm);
