@@ -10,8 +10,10 @@
  * IMPL blocks, each in link order, so an impl never runs before the def it
  * checks against, whatever the object-file order. Drained nodes are kept so
  * that disp_shutdown() followed by disp_init() starts over with them. The
- * built-in libraries (builtins_internal.h) join the first drain ahead of every
- * queued block, as if their constructors had run first.
+ * built-in libraries, which the runtime module hands over
+ * (disp__library_set_builtins, Note [Start-up] in src/runtime/init.c), join
+ * the first drain ahead of every queued block, as if their constructors had
+ * run first; the dispatcher itself knows no particular library.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -22,7 +24,6 @@
 
 #include "alloc_internal.h"
 #include "argcheck_internal.h"
-#include "builtins_internal.h"
 #include "error_internal.h"
 #include "library_internal.h"
 #include "owner_internal.h"
@@ -32,7 +33,6 @@
 #include "schema_internal.h"
 #include "single_copy_internal.h"
 #include "strbuf_internal.h"
-#include "tensor/tensor_ref_internal.h"
 
 struct disp_library {
   disp_library_kind kind;
@@ -251,20 +251,6 @@ disp_status disp__library_def_builtin(disp_library *lib, const char *schema, dis
   return library_def(lib, schema, adapter, NULL);
 }
 
-/* ---- shutdown hooks ----------------------------------------------------- */
-
-enum { MAX_SHUTDOWN_HOOKS = 16 };
-static void (*g_shutdown_hooks[MAX_SHUTDOWN_HOOKS])(void);
-static int g_nshutdown_hooks;
-
-void disp__at_shutdown(void (*fn)(void)) {
-  pthread_mutex_lock(&disp__registry.lock);
-  int known = 0;
-  for (int i = 0; i < g_nshutdown_hooks; i++) known |= g_shutdown_hooks[i] == fn;
-  if (!known && g_nshutdown_hooks < MAX_SHUTDOWN_HOOKS) g_shutdown_hooks[g_nshutdown_hooks++] = fn;
-  pthread_mutex_unlock(&disp__registry.lock);
-}
-
 disp_status disp_library_impl_key(disp_library *lib, const char *name, disp_key key,
                                   disp_kernel kernel, disp_registration **out) {
   DISP_REFUSE_NULL(lib);
@@ -352,15 +338,35 @@ static disp_library_node *take_queue(void) {
   return fifo;
 }
 
+/* The built-in libraries (disp__library_set_builtins): published once,
+ * read under g_init_lock. */
+typedef struct builtin_list {
+  disp_library_node *nodes;
+  size_t count;
+} builtin_list;
+static _Atomic(builtin_list *) g_builtins;
+static int g_builtins_taken; /* under g_init_lock */
+
+void disp__library_set_builtins(disp_library_node *nodes, size_t count) {
+  static builtin_list list;
+  static atomic_flag claimed = ATOMIC_FLAG_INIT;
+  if (!nodes || atomic_flag_test_and_set(&claimed)) return;
+  list.nodes = nodes;
+  list.count = count;
+  atomic_store_explicit(&g_builtins, &list, memory_order_release);
+}
+
+int disp__library_has_builtins(void) { return atomic_load(&g_builtins) != NULL; }
+
 /* Puts the built-in libraries in front of `fifo`, the first time only: from
  * then on they are drained nodes like the others. Under g_init_lock. */
 static disp_library_node *builtins_first(disp_library_node *fifo) {
-  static int queued;
-  if (queued) return fifo;
-  queued = 1;
-  for (size_t i = disp__builtin_library_count; i-- > 0;) {
-    disp__builtin_libraries[i].next = fifo;
-    fifo = &disp__builtin_libraries[i];
+  builtin_list *list = atomic_load_explicit(&g_builtins, memory_order_acquire);
+  if (g_builtins_taken || !list) return fifo;
+  g_builtins_taken = 1;
+  for (size_t i = list->count; i-- > 0;) {
+    list->nodes[i].next = fifo;
+    fifo = &list->nodes[i];
   }
   return fifo;
 }
@@ -402,7 +408,7 @@ void disp__ensure_init(void) {
   disp__owner_swap(owner);
 }
 
-void disp_init(void) {
+void disp__library_init(void) {
   disp__ensure_init();
   disp__plugins_autoload();
 }
@@ -525,8 +531,7 @@ static disp_library_node *reverse_nodes(disp_library_node *n) {
   return out;
 }
 
-void disp_shutdown(void) {
-  disp__plugins_shutdown(); /* before the lock: unloading takes it */
+void disp__library_shutdown(void) {
   pthread_mutex_lock(&g_init_lock);
   tls_draining = 1; /* freeing libraries must not start a drain */
   /* Static libraries go first, newest first, as their registrations would:
@@ -539,13 +544,11 @@ void disp_shutdown(void) {
   }
   g_drained = reverse_nodes(g_drained);
 
+  disp__shutdown_hooks_run(); /* Note [Shutdown hooks]: no lock of the registry held */
   pthread_mutex_lock(&disp__registry.lock);
-  for (int h = 0; h < g_nshutdown_hooks; h++) g_shutdown_hooks[h]();
-  g_nshutdown_hooks = 0;
   disp__registry_teardown();
   g_generation++;
   disp__unlock(); /* runs the destroy callbacks, outside the lock */
-  disp__host_cache_release(); /* after the destroy callbacks, which may free tensors */
 
   /* Put every static block back in the queue for the next disp_init(). */
   for (disp_library_node *node = g_drained; node; node = node->next) {
