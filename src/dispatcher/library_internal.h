@@ -1,5 +1,5 @@
 /*
- * library_internal.h - what library.c offers the rest of the library
+ * library_internal.h - what library.c and lifecycle.c offer the rest of the library
  * beyond the public registration API: the built-in operators' definitions,
  * shutdown hooks for caches of operator handles, and the lifecycle steps the
  * runtime module (src/runtime/) puts in order.
@@ -10,6 +10,14 @@
 #include <stddef.h>
 
 #include "disp/library.h"
+
+/* "DISP_LIBRARY", "DISP_LIBRARY_FRAGMENT" or "DISP_LIBRARY_IMPL", for
+ * messages. */
+const char *disp__library_kind_macro(disp_library_kind kind);
+
+/* Starts a new dispatcher lifetime (lifecycle.c, at shutdown, registry lock
+ * held): libraries of the old one free only their own memory. */
+void disp__library_new_generation(void);
 
 /* disp_library_def for built-in operators: also records the generated
  * adapter, so boxed calls of their unboxed kernels never need libffi. */

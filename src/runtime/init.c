@@ -30,20 +30,25 @@
  * program, whatever the link order; in the shared library it runs when
  * libdispatch.so is loaded, before any object that uses it. No weak symbols:
  * this file is linked whenever the program refers to disp_init() or
- * disp_shutdown() (every program that cleans up does), or to any other
- * function of this module, and libdispatch.so always holds it. A program
+ * disp_shutdown() (every program that cleans up does; shutdown.c refers to
+ * this file), and libdispatch.so always holds it. A program
  * linking libdispatch.a that calls neither gets the dispatcher without the
  * built-in operators, and looking one up says so (registry.c).
  * disp_init() offers the list again (a no-op when it is there already).
  */
+#include "runtime/runtime_internal.h"
+
 #include "builtins_internal.h"
+#include "disp/dispatcher.h"
 #include "library_internal.h"
 
-__attribute__((constructor(101))) static void offer_builtins(void) {
+void disp__runtime_offer_builtins(void) {
   disp__library_set_builtins(disp__builtin_libraries, disp__builtin_library_count);
 }
 
+__attribute__((constructor(101))) static void offer_builtins_at_load(void) { disp__runtime_offer_builtins(); }
+
 void disp_init(void) {
-  offer_builtins();
+  disp__runtime_offer_builtins();
   disp__library_init();
 }

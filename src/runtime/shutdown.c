@@ -16,10 +16,15 @@
 #include "disp/dispatcher.h"
 #include "library_internal.h"
 #include "plugin_internal.h"
+#include "runtime/runtime_internal.h"
 #include "tensor/host_cache.h"
 
 void disp_shutdown(void) {
   disp__plugins_shutdown(); /* before the dispatcher's lock: unloading takes it */
   disp__library_shutdown();
   disp__host_cache_release();
+  /* The next first use starts over from the built-in libraries; with
+   * libdispatch.a this reference is what links init.c's constructor into a
+   * program that only ever shuts down. */
+  disp__runtime_offer_builtins();
 }
