@@ -1,6 +1,6 @@
 /*
- * library_internal.h - what library.c and lifecycle.c offer the rest of the library
- * beyond the public registration API: the built-in operators' definitions,
+ * library_internal.h - what library.c and lifecycle.c offer the rest of the
+ * library beyond the public registration API: the built-in operators' definitions,
  * shutdown hooks for caches of operator handles, and the lifecycle steps the
  * runtime module (src/runtime/) puts in order.
  */

@@ -1,6 +1,6 @@
 /*
  * plugin_internal.h - what plugin.c offers the lifecycle (the dispatcher's
- * drain in library.c, the runtime's disp_init/disp_shutdown in src/runtime/):
+ * drain in lifecycle.c, the runtime's disp_init/disp_shutdown in src/runtime/):
  * DISP_PLUGINS at init, unloading everything at shutdown.
  */
 #ifndef DISP_PLUGIN_INTERNAL_H

@@ -210,7 +210,7 @@ disp_status disp_op_find(const char *qualified_name, const disp_op **out) {
   if (!defined && strncmp(qualified_name, "aten::", 6) == 0 && !disp__library_has_builtins())
     return disp__fail(DISP_ERR_OP_NOT_FOUND,
                       "Could not find schema for %s (the built-in operators are not linked into this program: "
-                      "with libdispatch.a, call disp_init() once; Note [Start-up])",
+                      "a program linking libdispatch.a gets them by calling disp_init())",
                       qualified_name);
   if (!defined) return disp__fail(DISP_ERR_OP_NOT_FOUND, "Could not find schema for %s", qualified_name);
   *out = op;

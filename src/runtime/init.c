@@ -15,8 +15,8 @@
  *      the built-in one;
  *   3. the queued DISP_LIBRARY blocks, defs before impls, in link order;
  *   4. the plugins DISP_PLUGINS names, once per lifetime.
- * Steps 1, 3 and 4 are the dispatcher's own (library.c, plugin.c); step 2's
- * list comes from here.
+ * Steps 1, 3 and 4 are the dispatcher's own (lifecycle.c, plugin.c); step
+ * 2's list comes from here.
  *
  * First use. Any dispatcher call can be the first (a lookup, a registration,
  * a plugin load), and each drains the queue itself (disp__ensure_init), so
@@ -31,9 +31,10 @@
  * libdispatch.so is loaded, before any object that uses it. No weak symbols:
  * this file is linked whenever the program refers to disp_init() or
  * disp_shutdown() (every program that cleans up does; shutdown.c refers to
- * this file), and libdispatch.so always holds it. A program
- * linking libdispatch.a that calls neither gets the dispatcher without the
- * built-in operators, and looking one up says so (registry.c).
+ * this file), and libdispatch.so always holds it. A program linking
+ * libdispatch.a that calls neither gets the dispatcher without the built-in
+ * operators (nothing it refers to reaches them), and looking one up says so
+ * (disp_op_find in registry.c).
  * disp_init() offers the list again (a no-op when it is there already).
  */
 #include "runtime/runtime_internal.h"
