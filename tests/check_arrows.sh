@@ -7,6 +7,8 @@
 #                  guard headers; never kernels or autograd
 #   autograd    -> dispatcher and tensor public or _internal headers; never
 #                  kernels' internals (aten_internal.h, tensor_iter.h, ...)
+#   runtime     -> anything; nothing includes the runtime's headers, and only
+#                  the runtime names the built-in list (builtins_internal.h)
 src=${1:-$(dirname "$0")/../src}
 fail=0
 # check DIR PATTERN WHY: any quoted #include in DIR matching PATTERN fails.
@@ -31,9 +33,15 @@ check tensor "\"kernels/|\"($kernel_headers)\"" 'kernels headers'
 check tensor "\"($dispatcher_private)\"|\"dispatcher/" 'dispatcher internals'
 check tensor '"disp/(call|dispatcher|library|schema|aten|autocast)\.h"' 'dispatcher or kernels API'
 check autograd "\"($kernel_headers)\"|\"kernels/" 'kernels internals'
+for m in base dispatcher tensor kernels autograd; do
+  check $m '"runtime/' 'the runtime sits above every module'
+done
+for m in base dispatcher tensor autograd; do
+  check $m '"builtins_internal\.h"' 'only the runtime names the built-in list'
+done
 if [ "$fail" -ne 0 ]; then
   echo "0 passed, $fail failed"
   exit 1
 fi
-echo "module arrows: base, dispatcher, tensor and autograd include only what they may"
+echo "module arrows: base, dispatcher, tensor, kernels and autograd include only what they may"
 exit 0

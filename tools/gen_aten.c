@@ -437,18 +437,12 @@ static void emit_kernel_types(FILE *h, int d, const disp_schema *s, const disp_s
   fprintf(h, ")\"\n");
 }
 
-/* The generator links the dispatcher core for its schema parser, and the
- * core drains the built-in libraries (builtins_internal.h): the generator,
- * which is writing them, has none. */
-disp_library_node disp__builtin_libraries[1];
-const size_t disp__builtin_library_count = 0;
-
 static void builtin_node(FILE *c, const char *kind, const char *key, const char *body) {
   fprintf(c, "    {.kind = %s, .ns = \"aten\", .key = DISP_KEY_%s, .body = %s, .file = __FILE__, .line = __LINE__},\n",
           kind, key, body);
 }
 
-/* The list library.c drains before any DISP_LIBRARY block (builtins_internal.h),
+/* The list the dispatcher drains before any DISP_LIBRARY block (builtins_internal.h),
  * in the order the blocks used to run: def, each kernel kind, then
  * ADInplaceOrView and Autograd. */
 static void builtin_list(FILE *c) {

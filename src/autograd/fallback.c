@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "alloc_internal.h"
-#include "builtins_internal.h"
+#include "autograd_fallback_internal.h"
 #include "error_internal.h"
 #include "record_internal.h"
 

@@ -9,7 +9,7 @@
  */
 #include <stdatomic.h>
 
-#include "builtins_internal.h"
+#include "autograd_fallback_internal.h"
 #include "disp/guard.h"
 #include "error_internal.h"
 #include "registry_internal.h"

@@ -1,6 +1,7 @@
 /*
- * plugin_internal.h - what plugin.c offers the dispatcher's lifecycle
- * (library.c): DISP_PLUGINS at init, unloading everything at shutdown.
+ * plugin_internal.h - what plugin.c offers the lifecycle (the dispatcher's
+ * drain in lifecycle.c, the runtime's disp_init/disp_shutdown in src/runtime/):
+ * DISP_PLUGINS at init, unloading everything at shutdown.
  */
 #ifndef DISP_PLUGIN_INTERNAL_H
 #define DISP_PLUGIN_INTERNAL_H
@@ -11,7 +12,8 @@
 void disp__plugins_autoload(void);
 
 /* Unloads every loaded plugin, newest first, and frees every handle; the
- * next disp_init() autoloads again. Called by disp_shutdown() first. */
+ * next disp_init() autoloads again. Called by disp_shutdown() first
+ * (src/runtime/shutdown.c), with no lock held. */
 void disp__plugins_shutdown(void);
 
 #include <stddef.h>

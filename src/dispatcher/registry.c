@@ -13,6 +13,7 @@
 #include "alloc_internal.h"
 #include "argcheck_internal.h"
 #include "error_internal.h"
+#include "library_internal.h"
 #include "reclaim_internal.h"
 #include "registry_internal.h"
 #include "schema_internal.h"
@@ -206,6 +207,11 @@ disp_status disp_op_find(const char *qualified_name, const disp_op **out) {
   disp_op *op = disp__op_lookup(qualified_name);
   int defined = op && atomic_load(&op->schema);
   disp__unlock();
+  if (!defined && strncmp(qualified_name, "aten::", 6) == 0 && !disp__library_has_builtins())
+    return disp__fail(DISP_ERR_OP_NOT_FOUND,
+                      "Could not find schema for %s (the built-in operators are not linked into this program: "
+                      "a program linking libdispatch.a gets them by calling disp_init())",
+                      qualified_name);
   if (!defined) return disp__fail(DISP_ERR_OP_NOT_FOUND, "Could not find schema for %s", qualified_name);
   *out = op;
   return DISP_OK;

@@ -261,7 +261,7 @@ void disp__typed_entries_free(void *newest);
 disp_status disp__install_builtin_fallbacks(void);
 
 /* Lock helpers. disp__lock() also drains the static registration queue
- * first when needed (see library.c). */
+ * first when needed (see lifecycle.c). */
 void disp__lock(void);
 void disp__unlock(void);
 void disp__ensure_init(void);

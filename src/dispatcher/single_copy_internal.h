@@ -10,7 +10,7 @@
 #include "disp/status.h"
 
 /* Looks, once, for another copy of the library among the loaded objects.
- * Called by the first drain (library.c), under its init lock. */
+ * Called by the first drain (lifecycle.c), under its init lock. */
 void disp__single_copy_check(void);
 
 /* Looks again, now: how many loaded objects other than this copy's carry

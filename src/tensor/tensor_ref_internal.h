@@ -32,10 +32,6 @@ DISP_API void disp_storage_release(disp_storage *st);
  * the two numbers a boxed Device value holds. Same errors. */
 disp_status disp__device_parse_ids(const char *str, int32_t *type, int32_t *index);
 
-/* Frees the CPU allocator's cached large blocks (host_cache.h); disp_shutdown
- * calls it. Thread-safe. */
-void disp__host_cache_release(void);
-
 /* The head of every tensor object (tensor_internal.h checks the layout):
  * the key set first, as disp_tensor_keys() relies on, then the count. */
 typedef struct disp__tensor_head {
