@@ -31,10 +31,13 @@
  * libdispatch.so is loaded, before any object that uses it. No weak symbols:
  * this file is linked whenever the program refers to disp_init() or
  * disp_shutdown() (every program that cleans up does; shutdown.c refers to
- * this file), and libdispatch.so always holds it. A program linking
- * libdispatch.a that calls neither gets the dispatcher without the built-in
- * operators (nothing it refers to reaches them), and looking one up says so
- * (disp_op_find in registry.c).
+ * this file), and libdispatch.so always holds it. The generated file of the
+ * built-in operators (aten_gen.c) makes the same offer from its own
+ * constructor, so a program linking libdispatch.a that calls a typed entry
+ * (disp_aten_add_Tensor) gets them without disp_init() as well. One that
+ * refers to neither, and finds operators only by name, gets the dispatcher
+ * without the built-in operators, and looking one up says so (disp_op_find
+ * in registry.c).
  * disp_init() offers the list again (a no-op when it is there already).
  */
 #include "runtime/runtime_internal.h"
