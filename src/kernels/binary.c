@@ -451,7 +451,7 @@ disp_status disp__cpu_where_self(disp_tensor *condition, disp_tensor *self, disp
         disp_tensor *t = all[k];
         int off = nd - disp__t_ndim(t);
         int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(t));
-        data[k] = disp__t_data(t);
+        data[k] = (char *)disp__storage_data(disp__t_storage(t)) + disp__t_offset(t) * isz;
         for (int i = 0; i < nd; i++)
           strides[k * nd + i] = (i < off || (disp__t_size(t, i - off) == 1 && disp__t_size(out, i) != 1)) ? 0
                                 : disp__t_stride(t, i - off) * isz;

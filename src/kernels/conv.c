@@ -453,12 +453,12 @@ static disp_status conv_empty_forward(disp_tensor *input, disp_tensor *weight, d
   return st;
 }
 
-static int is_meta(const disp_tensor *t) { return disp__t_device(t).type == DISP_BACKEND_META; }
+static int is_meta(const disp_tensor *t) { return disp__t_device_type(t) == DISP_BACKEND_META; }
 
 static disp_status check_device(const char *op, disp_tensor *input) {
-  if (disp__t_device(input).type == DISP_BACKEND_CPU || is_meta(input)) return DISP_OK;
+  if (disp__t_device_type(input) == DISP_BACKEND_CPU || is_meta(input)) return DISP_OK;
   return FAIL("%s: no convolution kernel for device type %s: register one for the backend",
-              op, disp_device_type_name(disp__t_device(input).type));
+              op, disp_device_type_name(disp__t_device_type(input)));
 }
 
 disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
@@ -536,7 +536,7 @@ static disp_status conv_empty_backward(disp_tensor *input, disp_tensor *weight, 
     if (!bias_sizes.has_value) {
       st = FAIL("convolution_backward: bias_sizes must be given when output_mask[2] is set");
     } else {
-      disp_opt_device dev = {(int32_t)disp__t_device(weight).type, (int32_t)disp__t_device(weight).index, true};
+      disp_opt_device dev = {(int32_t)disp__t_device_type(weight), (int32_t)disp__t_device_index(weight), true};
       disp_int_list bs = bias_sizes.value;
       st = disp_aten_zeros(bs, disp__t_dtype(weight), -1, dev, nopin, &gb);
     }

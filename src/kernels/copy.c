@@ -80,7 +80,7 @@ disp_status disp__cea_copy_(disp_tensor *self, disp_tensor *src, bool non_blocki
     *out0 = disp_tensor_retain(self);
     return DISP_OK;
   }
-  if (!host_device(disp__t_device(self).type) || !host_device(disp__t_device(src).type)) {
+  if (!host_device(disp__t_device_type(self)) || !host_device(disp__t_device_type(src))) {
     /* the other backend copies (PyTorch: src._copy_from(self)) */
     disp_tensor *r = NULL;
     disp_status st = disp_aten__copy_from(src, self, non_blocking, &r);
@@ -101,11 +101,11 @@ disp_status disp__cea_copy_(disp_tensor *self, disp_tensor *src, bool non_blocki
   /* checked on Meta too, so Meta agrees with the CPU on what fails */
   if (disp__ew_has_internal_overlap(disp__t_sizes(self), disp__t_strides(self), disp__t_ndim(self)))
     return disp_set_error(DISP_ERR_INVALID_ARG, "%s", overlap_msg);
-  if (disp__t_device(self).type == DISP_BACKEND_META) { /* nothing to write */
+  if (disp__t_device_type(self) == DISP_BACKEND_META) { /* nothing to write */
     *out0 = disp_tensor_retain(self);
     return DISP_OK;
   }
-  if (disp__t_device(src).type == DISP_BACKEND_META)
+  if (disp__t_device_type(src) == DISP_BACKEND_META)
     return disp_set_error(DISP_ERR_INVALID_ARG, "Cannot copy out of meta tensor; no data!");
   if (disp__t_storage(self) == disp__t_storage(src)) {
     uintptr_t a0, a1, b0, b1;
@@ -151,8 +151,8 @@ disp_status disp__cea__to_copy(disp_tensor *self, int32_t dtype, int32_t layout,
                                disp_opt_bool pin_memory, bool non_blocking, int32_t memory_format, disp_tensor **out0) {
   if (dtype < 0) dtype = disp__t_dtype(self);
   if (!device.has_value) {
-    device.type = disp__t_device(self).type;
-    device.index = disp__t_device(self).index;
+    device.type = disp__t_device_type(self);
+    device.index = disp__t_device_index(self);
     device.has_value = true;
   }
   if (memory_format < 0) memory_format = DISP_MEMORY_FORMAT_PRESERVE;
@@ -178,7 +178,7 @@ static disp_status to_impl(disp_tensor *self, int32_t dtype, disp_opt_device dev
                            int32_t memory_format, disp_tensor **out) {
   int mf = memory_format < 0 ? DISP_MEMORY_FORMAT_PRESERVE : memory_format;
   int same_device = !device.has_value ||
-                    (device.type == (int32_t)disp__t_device(self).type && device.index == disp__t_device(self).index);
+                    (device.type == (int32_t)disp__t_device_type(self) && device.index == disp__t_device_index(self));
   if (!copy && (dtype < 0 || dtype == (int32_t)disp__t_dtype(self)) && same_device &&
       (mf == DISP_MEMORY_FORMAT_PRESERVE ||
        disp__ew_suggest_memory_format(disp__t_sizes(self), disp__t_strides(self), disp__t_ndim(self)) == mf)) {
@@ -275,8 +275,8 @@ disp_status disp__cpu__local_scalar_dense(disp_tensor *self, disp_scalar *out0) 
 /* A device whose hooks can copy to the host: item() reads its element
  * through them, never dereferencing device memory. */
 static int readable_through_hooks(const disp_tensor *t) {
-  if (host_device(disp__t_device(t).type) || !disp__t_storage(t)) return 0;
-  const disp_device_hooks *h = disp_device_hooks_get(disp__t_device(t).type);
+  if (host_device(disp__t_device_type(t)) || !disp__t_storage(t)) return 0;
+  const disp_device_hooks *h = disp_device_hooks_get(disp__t_device_type(t));
   return h && h->copy_d2h;
 }
 

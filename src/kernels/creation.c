@@ -228,11 +228,11 @@ static disp_status arange_impl(disp_scalar start, disp_scalar end, disp_scalar s
   st = disp_aten_empty_memory_format(size, dt, layout, device, pin_memory, -1, &t);
   if (st != DISP_OK) return st;
   disp_tensor *host = t;
-  if (disp__t_device(t).type == DISP_BACKEND_META || n == 0) {
+  if (disp__t_device_type(t) == DISP_BACKEND_META || n == 0) {
     *out = t;
     return DISP_OK;
   }
-  if (disp__t_device(t).type != DISP_BACKEND_CPU) {
+  if (disp__t_device_type(t) != DISP_BACKEND_CPU) {
     /* other backends: compute on the CPU, then copy_ over */
     st = disp_tensor_empty(&n, 1, dt, disp_device_make(DISP_BACKEND_CPU, -1), &host);
     if (st != DISP_OK) {
@@ -293,8 +293,8 @@ disp_status disp__cea_empty_like(disp_tensor *self, int32_t dtype, int32_t layou
   if (st != DISP_OK) return st;
   if (dtype < 0) dtype = disp__t_dtype(self);
   if (!device.has_value) {
-    device.type = disp__t_device(self).type;
-    device.index = disp__t_device(self).index;
+    device.type = disp__t_device_type(self);
+    device.index = disp__t_device_index(self);
     device.has_value = true;
   }
   if (memory_format < 0) memory_format = DISP_MEMORY_FORMAT_PRESERVE;

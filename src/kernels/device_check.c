@@ -38,7 +38,7 @@ static disp_status mixed(disp_device common, disp_device other) {
 /* The first non-CPU device of ts[0..n), or `found` unchanged. */
 static int first_non_cpu(const disp_tensor *const *ts, size_t n, disp_device *found) {
   for (size_t i = 0; i < n; i++)
-    if (ts[i] && disp__t_device(ts[i]).type != DISP_BACKEND_CPU) {
+    if (ts[i] && disp__t_device_type(ts[i]) != DISP_BACKEND_CPU) {
       *found = disp__t_device(ts[i]);
       return 1;
     }
@@ -56,7 +56,7 @@ static disp_status check_all(rule *r, const disp_tensor *const *ts, size_t n, in
     const disp_tensor *t = ts[i];
     if (!t) continue;
     if (r->common.type != DISP_BACKEND_CPU && r->max_scalars && !outputs && disp__t_ndim(t) == 0 &&
-        disp__t_device(t).type == DISP_BACKEND_CPU) {
+        disp__t_device_type(t) == DISP_BACKEND_CPU) {
       if (r->scalars == r->max_scalars)
         return disp__fail(DISP_ERR_INVALID_ARG, "Trying to pass too many CPU scalars to non-CPU kernel!");
       r->scalars++;

@@ -28,7 +28,7 @@ static inline int disp__device_same(disp_device a, disp_device b) {
  * device than `ref`. Two compares per tensor argument. */
 static inline int disp__device_differs(const disp_tensor *ref, const disp_tensor *t) {
   return t &&
-         (disp__t_device(t).type != disp__t_device(ref).type || disp__t_device(t).index != disp__t_device(ref).index);
+         (disp__t_device_type(t) != disp__t_device_type(ref) || disp__t_device_index(t) != disp__t_device_index(ref));
 }
 
 /*

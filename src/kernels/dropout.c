@@ -44,7 +44,7 @@ static disp_status native_dropout_impl(disp_tensor *input, double p, disp_opt_bo
     if (!(p1m >= 0.0 && p1m <= 1.0)) return FAIL("native_dropout: bernoulli_ expects p to be in [0, 1], but got p=%g", p1m);
     double scale = p1m == 0.0 ? 0.0 : 1.0 / p1m;
     st = disp_aten_empty_like(input, DISP_DTYPE_BOOL, -1, nodev, nopin, -1, &mask);
-    if (st == DISP_OK && disp__t_device(mask).type == DISP_BACKEND_CPU) {
+    if (st == DISP_OK && disp__t_device_type(mask) == DISP_BACKEND_CPU) {
       double *m = disp__malloc(sizeof(double) * (size_t)disp__t_numel(mask));
       if (!m) st = disp_set_error(DISP_ERR_NO_MEMORY, "native_dropout: out of memory");
       else {
@@ -110,7 +110,7 @@ disp_status disp__cia_dropout(disp_tensor *input, double p, bool train, disp_ten
     *out0 = disp_tensor_retain(input);
     return DISP_OK;
   }
-  disp_opt_device dev = {(int32_t)disp__t_device(input).type, (int32_t)disp__t_device(input).index, true};
+  disp_opt_device dev = {(int32_t)disp__t_device_type(input), (int32_t)disp__t_device_index(input), true};
   disp_opt_bool nopin = {0};
   disp_tensor *z = NULL;
   if (p == 1.0) {

@@ -286,7 +286,7 @@ static disp_status nll_fwd(disp_tensor *self, disp_tensor *target, disp_tensor *
   disp_tensor *out = NULL, *tw = NULL;
   st = disp_tensor_empty(&n, per_sample ? 1 : 0, disp__t_dtype(self), disp__t_device(self), &out);
   if (st == DISP_OK) st = disp_tensor_empty(NULL, 0, disp__t_dtype(self), disp__t_device(self), &tw);
-  if (st != DISP_OK || disp__t_device(self).type != DISP_BACKEND_CPU) goto done;
+  if (st != DISP_OK || disp__t_device_type(self) != DISP_BACKEND_CPU) goto done;
   double total = 0, sum = 0;
   if ((st = nll_sum(self, target, weight, ignore_index, per_sample ? out : NULL, nc, n, &sum, &total)) != DISP_OK)
     goto done;
@@ -369,7 +369,7 @@ static disp_status nll_bwd(disp_tensor *grad_output, disp_tensor *self, disp_ten
   if ((st = disp_tensor_empty(disp__t_sizes(self), disp__t_ndim(self), disp__t_dtype(self), disp__t_device(self),
                               &out)) != DISP_OK)
     return st;
-  if (disp__t_device(self).type != DISP_BACKEND_CPU) {
+  if (disp__t_device_type(self) != DISP_BACKEND_CPU) {
     *out0 = out;
     return DISP_OK;
   }

@@ -91,7 +91,8 @@ static void input_strides(const disp_tensor *t, int64_t *s) {
 /* A zero-filled accumulator of the result's element count. */
 static disp_status new_acc(const int64_t *shape, int nd, disp_dtype dt, disp_tensor **out) {
   disp_status st = disp_tensor_empty(shape, nd, dt, disp_device_make(DISP_BACKEND_CPU, -1), out);
-  if (st == DISP_OK && disp__t_numel((*out)) > 0) memset(disp__t_data((*out)), 0, (size_t)disp__t_numel((*out)) * 8);
+  if (st == DISP_OK && disp__t_numel(*out) > 0)
+    memset(disp__storage_data(disp__t_storage(*out)), 0, (size_t)disp__t_numel(*out) * 8);
   return st;
 }
 
@@ -207,7 +208,7 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
   if (st != DISP_OK) return st;
   disp_tensor *out;
   if ((st = disp_tensor_empty(shape, nd, out_dt, disp__t_device(self), &out)) != DISP_OK) return st;
-  if (disp__t_device(self).type != DISP_BACKEND_CPU) {
+  if (disp__t_device_type(self) != DISP_BACKEND_CPU) {
     *out0 = out;
     return DISP_OK;
   }
@@ -249,7 +250,7 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
     int64_t count = 1;
     for (int i = 0; i < n; i++)
       if (mask & ((uint64_t)1 << i)) count *= disp__t_size(self, i);
-    double *a = (double *)disp__t_data(acc);
+    double *a = (double *)disp__storage_data(disp__t_storage(acc));
     for (int64_t i = 0; i < disp__t_numel(acc); i++) a[i] /= (double)count;
   }
   /* same element order: copy through a view of out with the acc's shape */
@@ -316,16 +317,16 @@ static disp_status max_reduce(const char *op, disp_tensor *self, uint64_t mask, 
   disp_status st = DISP_OK;
   if (values) st = disp_tensor_empty(shape, nd, disp__t_dtype(self), disp__t_device(self), &vout);
   if (st == DISP_OK && indices) st = disp_tensor_empty(shape, nd, DISP_DTYPE_INT64, disp__t_device(self), &iout);
-  if (st != DISP_OK || disp__t_device(self).type != DISP_BACKEND_CPU) goto done;
+  if (st != DISP_OK || disp__t_device_type(self) != DISP_BACKEND_CPU) goto done;
   int fl = disp_dtype_is_floating(disp__t_dtype(self));
   if ((st = new_acc(nshape, nnd, fl ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_INT64, &vacc)) != DISP_OK) goto done;
   if ((st = new_acc(nshape, nnd, DISP_DTYPE_INT64, &iacc)) != DISP_OK) goto done;
-  int64_t *ia = (int64_t *)disp__t_data(iacc);
+  int64_t *ia = (int64_t *)disp__storage_data(disp__t_storage(iacc));
   for (int64_t i = 0; i < disp__t_numel(iacc); i++) ia[i] = -1;
   int64_t len = idim >= 0 && n > 0 ? disp__t_size(self, idim) : 1;
   if ((st = disp_tensor_empty(&len, 1, DISP_DTYPE_INT64, disp_device_make(DISP_BACKEND_CPU, -1), &idx)) != DISP_OK)
     goto done;
-  for (int64_t i = 0; i < len; i++) ((int64_t *)disp__t_data(idx))[i] = i;
+  for (int64_t i = 0; i < len; i++) ((int64_t *)disp__storage_data(disp__t_storage(idx)))[i] = i;
   int64_t strides[4 * DISP_TITER_MAX_DIMS];
   disp__reduce_acc_strides(self, mask, 8, strides);
   disp__reduce_acc_strides(self, mask, 8, strides + n);

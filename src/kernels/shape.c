@@ -52,10 +52,10 @@ static disp_status cat_plan_make(disp_tensor_list tensors, int64_t dim, cat_plan
       disp_status st = disp_promote_types(p->dtype, disp__t_dtype(t), &p->dtype);
       if (st != DISP_OK) return st;
     }
-    if (disp__t_device(t).type != p->device.type)
+    if (disp__t_device_type(t) != p->device.type)
       return disp_set_error(DISP_ERR_INVALID_ARG,
                             "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                            disp_device_type_name(p->device.type), disp_device_type_name(disp__t_device(t).type));
+                            disp_device_type_name(p->device.type), disp_device_type_name(disp__t_device_type(t)));
     /* PyTorch's compute_output_memory_format */
     int f = disp__ew_suggest_memory_format(disp__t_sizes(t), disp__t_strides(t), disp__t_ndim(t));
     if (format < 0) format = f;

@@ -102,7 +102,7 @@ static disp_status softmax_fwd(const char *op, int is_log, disp_tensor *self, in
     return st;
   /* 1.13 returns before choosing a dtype kernel when there is nothing to
    * compute: a zero-size integer softmax succeeds. */
-  if (disp__t_device(self).type != DISP_BACKEND_CPU || disp__t_numel(self) == 0) {
+  if (disp__t_device_type(self) != DISP_BACKEND_CPU || disp__t_numel(self) == 0) {
     *out0 = out;
     return DISP_OK;
   }
@@ -255,7 +255,7 @@ static disp_status softmax_bwd(const char *op, int is_log, disp_tensor *grad, di
     return DISP_OK;
   }
   int last = disp__t_ndim(grad) == 0 || d == disp__t_ndim(grad) - 1,
-      cpu = disp__t_device(grad).type == DISP_BACKEND_CPU;
+      cpu = disp__t_device_type(grad) == DISP_BACKEND_CPU;
   if (cpu && !supported(disp__t_dtype(grad))) {
     disp_tensor_release(out);
     return disp_set_error(DISP_ERR_TYPE, "\"%s\" not implemented for '%s'",

@@ -169,7 +169,7 @@ void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *sh
 
 disp_device disp__titer_device(disp_tensor *const *ins, int nin) {
   for (int k = 0; k < nin; k++)
-    if (ins[k] && disp__t_device(ins[k]).type != DISP_BACKEND_CPU) return disp__t_device(ins[k]);
+    if (ins[k] && disp__t_device_type(ins[k]) != DISP_BACKEND_CPU) return disp__t_device(ins[k]);
   return disp_device_make(DISP_BACKEND_CPU, -1);
 }
 
@@ -381,7 +381,7 @@ void disp__titer_bcast_strides(const disp_tensor *t, const int64_t *shape, int n
 }
 
 disp_status disp__titer_copy(disp_tensor *dst, disp_tensor *src) {
-  if (disp__t_numel(dst) == 0 || disp__t_device(dst).type != DISP_BACKEND_CPU) return DISP_OK;
+  if (disp__t_numel(dst) == 0 || disp__t_device_type(dst) != DISP_BACKEND_CPU) return DISP_OK;
   int nd = disp__t_ndim(dst);
   int64_t strides[2 * DISP_TITER_MAX_DIMS];
   disp__titer_bcast_strides(dst, disp__t_sizes(dst), nd, strides);
@@ -404,7 +404,7 @@ disp_status disp__titer_contiguous_as(disp_tensor *t, disp_dtype dt, disp_tensor
 disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const *ins, int nin,
                             disp_dtype in_dt, disp_dtype out_dt, disp_titer_loop loop, const void *ctx) {
   (void)op;
-  if (disp__t_device(out).type != DISP_BACKEND_CPU || disp__t_numel(out) == 0) return DISP_OK;
+  if (disp__t_device_type(out) != DISP_BACKEND_CPU || disp__t_numel(out) == 0) return DISP_OK;
   disp_tensor *conv[DISP_TITER_MAX_OPS] = {0}, *tmp_out = NULL, *target = out;
   disp_tensor *ops[DISP_TITER_MAX_OPS];
   disp_status st = DISP_OK;
@@ -523,12 +523,12 @@ disp_status disp__pointwise(const char *op, const char *kname, int mode, disp_te
   /* the small-tensor hot path: same shape, contiguous, one dtype, on the
    * CPU - no broadcasting, layout or conversion work at all */
   if (mode == DISP_PW_FRESH && disp__t_is_contiguous(ins[0]) && disp__t_dtype(ins[0]) == compute && compute == result &&
-      disp__t_device(ins[0]).type == DISP_BACKEND_CPU) {
+      disp__t_device_type(ins[0]) == DISP_BACKEND_CPU) {
     const disp_tensor *t0 = ins[0];
     int fast = 1;
     for (int k = 1; k < nin && fast; k++)
       fast = disp__t_is_contiguous(ins[k]) && disp__t_dtype(ins[k]) == compute &&
-             disp__t_device(ins[k]).type == DISP_BACKEND_CPU && same_sizes(ins[k], t0);
+             disp__t_device_type(ins[k]) == DISP_BACKEND_CPU && same_sizes(ins[k], t0);
     if (fast) {
       if ((st = disp_tensor_empty(disp__t_sizes(t0), disp__t_ndim(t0), result, disp__t_device(t0), &out)) != DISP_OK)
         return st;

@@ -312,8 +312,8 @@ disp_status disp__cea_expand(disp_tensor *self, disp_int_list size, bool implici
         DISP_ERR_INVALID_ARG,
         "expand(torch.%s%sTensor{%s}, size=%s): the number of sizes provided (%d) must be "
         "greater or equal to the number of dimensions in the tensor (%d)",
-        disp__t_device(self).type == DISP_BACKEND_CPU ? "" : disp_device_type_name(disp__t_device(self).type),
-        disp__t_device(self).type == DISP_BACKEND_CPU ? "" : ".", have, want, n, old);
+        disp__t_device_type(self) == DISP_BACKEND_CPU ? "" : disp_device_type_name(disp__t_device_type(self)),
+        disp__t_device_type(self) == DISP_BACKEND_CPU ? "" : ".", have, want, n, old);
   }
   disp_status st = disp__check_ndim("expand", size.len, &n);
   if (st != DISP_OK) return st;

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "disp/tensor.h"
 #include "strbuf_internal.h"
@@ -141,6 +142,7 @@ struct disp_tensor {
  *   disp__t_numel(t)            product of the sizes (cached)
  *   disp__t_offset(t)           storage offset, in elements
  *   disp__t_dtype(t), disp__t_layout(t), disp__t_device(t)
+ *   disp__t_device_type(t), disp__t_device_index(t)   its two parts
  *   disp__t_is_contiguous(t)    row-major contiguous (cached)
  *   disp__t_has_strides(t)      0 for opaque tensors (no strides, no storage)
  *   disp__t_storage(t)          borrowed storage; NULL for opaque tensors
@@ -161,7 +163,16 @@ static inline int64_t disp__t_numel(const disp_tensor *t) { return t->numel; }
 static inline int64_t disp__t_offset(const disp_tensor *t) { return t->storage_offset; }
 static inline disp_dtype disp__t_dtype(const disp_tensor *t) { return t->dtype; }
 static inline disp_layout disp__t_layout(const disp_tensor *t) { return t->layout; }
-static inline disp_device disp__t_device(const disp_tensor *t) { return t->device; }
+/* Copied as bytes: returning t->device builds the value field by field (the
+ * padding is not copied), two loads, a shift and an or where the field read
+ * passed one 8-byte load. */
+static inline disp_device disp__t_device(const disp_tensor *t) {
+  disp_device d;
+  memcpy(&d, &t->device, sizeof d);
+  return d;
+}
+static inline disp_backend disp__t_device_type(const disp_tensor *t) { return t->device.type; }
+static inline int16_t disp__t_device_index(const disp_tensor *t) { return t->device.index; }
 static inline int disp__t_is_contiguous(const disp_tensor *t) { return t->is_contiguous; }
 static inline int disp__t_has_strides(const disp_tensor *t) { return t->has_strides; }
 static inline int disp__t_requires_grad(const disp_tensor *t) { return t->requires_grad; }
