@@ -139,7 +139,9 @@ typedef enum ag_view_creation { AG_VIEW_DEFAULT, AG_VIEW_NO_GRAD, AG_VIEW_INFERE
 
 /* The meta of t, or NULL when it has none (t may be NULL). Read on every
  * recorded call: inline. */
-static inline ag_meta *disp__meta_get(const disp_tensor *t) { return t ? (ag_meta *)t->autograd_meta : NULL; }
+static inline ag_meta *disp__meta_get(const disp_tensor *t) {
+  return t ? (ag_meta *)disp__tensor_autograd_meta(t) : NULL;
+}
 /* The meta of t, created when missing; NULL (message set) on OOM. */
 ag_meta *disp__meta_ensure(disp_tensor *t);
 
@@ -239,9 +241,9 @@ disp_keyset disp__ag_below(disp_keyset ks);
  * call asks, so the fields are read directly. */
 static inline int disp__ag_requires(const disp_tensor *t) {
   if (!t) return 0;
-  if (t->requires_grad) return 1;
+  if (disp__t_requires_grad(t)) return 1;
   const ag_meta *m = disp__meta_get(t);
-  return m && m->view_base && m->view_base->requires_grad;
+  return m && m->view_base && disp__t_requires_grad(m->view_base);
 }
 
 /* Sequence numbers: one thread-independent counter. */

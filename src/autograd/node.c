@@ -90,12 +90,12 @@ void disp__node_release(disp_node *n) {
 /* Every recorded edge runs this: fields are read directly and copied in
  * a loop, no calls for the usual few dims. */
 int disp__geom_set(ag_geom *g, const disp_tensor *t) {
-  int nd = t->ndim;
+  int nd = disp__t_ndim(t);
   g->ndim = (int16_t)nd;
-  g->has_strides = t->has_strides;
-  g->storage_offset = t->storage_offset;
-  g->dtype = t->dtype;
-  g->device = t->device;
+  g->has_strides = disp__t_has_strides(t);
+  g->storage_offset = disp__t_offset(t);
+  g->dtype = disp__t_dtype(t);
+  g->device = disp__t_device(t);
   g->heap = NULL;
   int64_t *d = g->dims;
   if (2 * nd > (int)(sizeof g->dims / sizeof *g->dims)) {
@@ -103,8 +103,8 @@ int disp__geom_set(ag_geom *g, const disp_tensor *t) {
     if (!d) return 1;
   }
   for (int i = 0; i < nd; i++) {
-    d[i] = t->sizes[i];
-    d[nd + i] = t->has_strides ? t->strides[i] : 0;
+    d[i] = disp__t_size(t, i);
+    d[nd + i] = disp__t_has_strides(t) ? disp__t_stride(t, i) : 0;
   }
   return 0;
 }

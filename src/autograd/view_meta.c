@@ -28,7 +28,7 @@ static unsigned char propagate(unsigned char prev, unsigned char now) {
 }
 
 disp_status disp__ag_view_created(disp_tensor *input, disp_tensor *view) {
-  if (!view || !input || view == input || input->is_inference || !disp_dtype_is_floating(view->dtype))
+  if (!view || !input || view == input || disp__t_is_inference(input) || !disp_dtype_is_floating(disp__t_dtype(view)))
     return DISP_OK;
   ag_meta *m = disp__meta_ensure(view);
   if (!m) return DISP_ERR_NO_MEMORY;

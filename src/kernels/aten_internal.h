@@ -14,12 +14,12 @@
 #include "tensor/tensor_internal.h"
 
 /* A tensor's key set, read in place (the typed entries' hot path). */
-static inline disp_keyset disp__tensor_keys(const disp_tensor *t) { return t->keyset; }
+static inline disp_keyset disp__tensor_keys(const disp_tensor *t) { return disp__tensor_head_keys(t); }
 
 static inline disp_keyset disp__tensor_list_keys(disp_tensor_list l) {
   disp_keyset ks = {0};
   for (size_t i = 0; i < l.len; i++)
-    if (l.data[i]) ks.repr |= l.data[i]->keyset.repr;
+    if (l.data[i]) ks.repr |= disp__tensor_head_keys(l.data[i]).repr;
   return ks;
 }
 

@@ -151,8 +151,8 @@ disp_status disp__add_rules(int sub, disp_tensor *self, disp_tensor *other, disp
                             disp_dtype *common_out) {
   disp_dtype common = disp__result_type2(self, other);
   *common_out = common; /* set on every path: -O3 checks the caller's use */
-  if (sub && (self->dtype == DISP_DTYPE_BOOL || other->dtype == DISP_DTYPE_BOOL)) {
-    if (self->dtype == other->dtype)
+  if (sub && (disp__t_dtype(self) == DISP_DTYPE_BOOL || disp__t_dtype(other) == DISP_DTYPE_BOOL)) {
+    if (disp__t_dtype(self) == disp__t_dtype(other))
       return disp_set_error(DISP_ERR_TYPE, "Subtraction, the `-` operator, with two bool tensors is not "
                                            "supported. Use the `^` or `logical_xor()` operator instead.");
     return disp_set_error(DISP_ERR_TYPE, "Subtraction, the `-` operator, with a bool tensor is not supported. "
@@ -229,7 +229,7 @@ static disp_status via_add_out(disp_tensor *self, disp_tensor *other, disp_scala
 /* PyTorch's sub.out is add with -alpha after the bool checks; with no
  * sub.out in the operator set, sub's composites go to add.out directly. */
 static disp_status sub_checks(disp_tensor *self, disp_tensor *other) {
-  if (self->dtype == DISP_DTYPE_BOOL || other->dtype == DISP_DTYPE_BOOL)
+  if (disp__t_dtype(self) == DISP_DTYPE_BOOL || disp__t_dtype(other) == DISP_DTYPE_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "Subtraction, the `-` operator, with a bool tensor is not supported. If you "
                                          "are trying to invert a mask, use the `~` or `logical_not()` operator "
                                          "instead.");
@@ -378,10 +378,10 @@ disp_status disp__meta_tanh_backward(disp_tensor *grad_output, disp_tensor *outp
  * from the inputs) shared by the CPU and Meta kernels. */
 static disp_status where_output(disp_tensor *const *ins, disp_dtype *common, disp_tensor **out) {
   *common = disp__result_type2(ins[1], ins[2]); /* set on every path: -O3 checks the caller's use */
-  if (ins[0]->dtype != DISP_DTYPE_BOOL && ins[0]->dtype != DISP_DTYPE_UINT8)
+  if (disp__t_dtype(ins[0]) != DISP_DTYPE_BOOL && disp__t_dtype(ins[0]) != DISP_DTYPE_UINT8)
     return disp_set_error(DISP_ERR_TYPE,
                           "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
-                          disp_dtype_torch_name(ins[0]->dtype));
+                          disp_dtype_torch_name(disp__t_dtype(ins[0])));
   if (!where_loops[*common]) return disp__not_implemented("where_cpu", *common);
   return disp__titer_new_output("where", ins, 3, *common, disp__titer_device(ins, 3), out);
 }
@@ -402,27 +402,27 @@ disp_status disp__cpu_where_self(disp_tensor *condition, disp_tensor *self, disp
   disp_titer_loop loop = where_loops[common];
   /* the condition keeps its own 1-byte dtype: convert only self and other */
   for (int k = 0; k < 2 && st == DISP_OK; k++)
-    if (ins[k + 1]->dtype != common) {
+    if (disp__t_dtype(ins[k + 1]) != common) {
       st = disp__titer_contiguous_as(ins[k + 1], common, &conv[k]);
       if (st == DISP_OK) ins[k + 1] = conv[k];
     }
   if (st == DISP_OK) {
     /* run with the condition typed as `common` is not wanted: go raw */
-    if (out->numel > 0) {
-      int nd = out->ndim;
+    if (disp__t_numel(out) > 0) {
+      int nd = disp__t_ndim(out);
       int64_t strides[4 * DISP_TITER_MAX_DIMS];
       char *data[4];
       disp_tensor *all[4] = {out, ins[0], ins[1], ins[2]};
       for (int k = 0; k < 4; k++) {
         disp_tensor *t = all[k];
-        int off = nd - t->ndim;
-        int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
-        data[k] = (char *)t->storage->data + t->storage_offset * isz;
+        int off = nd - disp__t_ndim(t);
+        int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(t));
+        data[k] = (char *)disp__storage_data(disp__t_storage(t)) + disp__t_offset(t) * isz;
         for (int i = 0; i < nd; i++)
-          strides[k * nd + i] = (i < off || (t->sizes[i - off] == 1 && out->sizes[i] != 1)) ? 0
-                                : t->strides[i - off] * isz;
+          strides[k * nd + i] = (i < off || (disp__t_size(t, i - off) == 1 && disp__t_size(out, i) != 1)) ? 0
+                                : disp__t_stride(t, i - off) * isz;
       }
-      disp__titer_loop_raw(4, data, strides, out->sizes, nd, loop, NULL);
+      disp__titer_loop_raw(4, data, strides, disp__t_sizes(out), nd, loop, NULL);
     }
   }
   disp_tensor_release(conv[0]);

@@ -177,7 +177,7 @@ static disp_status run_prim_as(disp_dtype ct, int prim, const geom *gm, const vo
 }
 
 static disp_dtype compute_dtype(const disp_tensor *input) {
-  return input->dtype == DISP_DTYPE_FLOAT32 ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64;
+  return disp__t_dtype(input) == DISP_DTYPE_FLOAT32 ? DISP_DTYPE_FLOAT32 : DISP_DTYPE_FLOAT64;
 }
 
 /* ---- parameters and shape checks (PyTorch's check_shape_forward) ------- */
@@ -209,9 +209,10 @@ static disp_status make_params(const char *op, disp_tensor *input, disp_tensor *
                                disp_int_list stride, disp_int_list padding, disp_int_list dilation,
                                bool transposed, disp_int_list output_padding, int64_t groups,
                                params *pr) {
-  int sd = weight->ndim - 2;
+  int sd = disp__t_ndim(weight) - 2;
   if (sd < 1) return FAIL("%s: weight should have at least three dimensions", op);
-  if (sd > 3) return FAIL("%s: only 1-D, 2-D and 3-D convolutions are supported, got a %d-D weight", op, weight->ndim);
+  if (sd > 3)
+    return FAIL("%s: only 1-D, 2-D and 3-D convolutions are supported, got a %d-D weight", op, disp__t_ndim(weight));
   pr->sd = sd;
   pr->transposed = transposed;
   pr->groups = groups;
@@ -235,36 +236,36 @@ static disp_status make_params(const char *op, disp_tensor *input, disp_tensor *
 static disp_status conv_shape(const char *op, disp_tensor *input, disp_tensor *weight,
                               disp_tensor *bias, const params *pr, int64_t *osz) {
   char ws[160], is[160], bs[160];
-  disp__conv_format_list(ws, sizeof ws, weight->sizes, weight->ndim);
-  disp__conv_format_list(is, sizeof is, input->sizes, input->ndim);
-  int k = input->ndim, sd = pr->sd;
+  disp__conv_format_list(ws, sizeof ws, disp__t_sizes(weight), disp__t_ndim(weight));
+  disp__conv_format_list(is, sizeof is, disp__t_sizes(input), disp__t_ndim(input));
+  int k = disp__t_ndim(input), sd = pr->sd;
   int64_t g = pr->groups;
-  if (weight->ndim != k)
+  if (disp__t_ndim(weight) != k)
     return FAIL("%s: Expected %d-dimensional input for %d-dimensional weight %s, but got %d-dimensional "
-                "input of size %s instead", op, weight->ndim, weight->ndim, ws, k, is);
-  if (weight->sizes[0] < g)
+                "input of size %s instead", op, disp__t_ndim(weight), disp__t_ndim(weight), ws, k, is);
+  if (disp__t_size(weight, 0) < g)
     return FAIL("%s: Given groups=%lld, expected weight to be at least %lld at dimension 0, but got "
                 "weight of size %s instead", op, (long long)g, (long long)g, ws);
-  if (weight->sizes[0] % g)
+  if (disp__t_size(weight, 0) % g)
     return FAIL("%s: Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
                 "weight of size %s instead", op, (long long)g, (long long)g, ws);
-  if (bias) disp__conv_format_list(bs, sizeof bs, bias->sizes, bias->ndim);
-  osz[0] = input->sizes[0];
+  if (bias) disp__conv_format_list(bs, sizeof bs, disp__t_sizes(bias), disp__t_ndim(bias));
+  osz[0] = disp__t_size(input, 0);
   if (!pr->transposed) {
-    if (input->sizes[1] != weight->sizes[1] * g)
+    if (disp__t_size(input, 1) != disp__t_size(weight, 1) * g)
       return FAIL("%s: Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but "
                   "got %lld channels instead", op, (long long)g, ws, is,
-                  (long long)(weight->sizes[1] * g), (long long)input->sizes[1]);
-    if (bias && (bias->ndim != 1 || bias->sizes[0] != weight->sizes[0]))
+                  (long long)(disp__t_size(weight, 1) * g), (long long)disp__t_size(input, 1));
+    if (bias && (disp__t_ndim(bias) != 1 || disp__t_size(bias, 0) != disp__t_size(weight, 0)))
       return FAIL("%s: Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but "
-                  "got bias of size %s instead", op, ws, (long long)weight->sizes[0], bs);
+                  "got bias of size %s instead", op, ws, (long long)disp__t_size(weight, 0), bs);
     int bad = 0, too_big = 0;
     char pin[160] = "", pk[160] = "";
     size_t a = 0, b = 0;
     for (int i = 0; i < sd; i++) {
       /* exact: 1.13's int64 versions wrap for huge padding or dilation */
-      disp__conv_i128 padded = (disp__conv_i128)input->sizes[2 + i] + 2 * (disp__conv_i128)pr->padding[i];
-      disp__conv_i128 ks = (disp__conv_i128)pr->dilation[i] * (weight->sizes[2 + i] - 1) + 1;
+      disp__conv_i128 padded = (disp__conv_i128)disp__t_size(input, 2 + i) + 2 * (disp__conv_i128)pr->padding[i];
+      disp__conv_i128 ks = (disp__conv_i128)pr->dilation[i] * (disp__t_size(weight, 2 + i) - 1) + 1;
       if (padded < ks) bad = 1;
       if (padded > INT64_MAX) too_big = 1;
       char v[48];
@@ -283,24 +284,24 @@ static disp_status conv_shape(const char *op, disp_tensor *input, disp_tensor *w
     if (too_big)
       return FAIL("%s: Calculated padded input size per channel: (%s). Padded sizes past %lld are not "
                   "supported", op, pin, (long long)INT64_MAX);
-    osz[1] = weight->sizes[0];
+    osz[1] = disp__t_size(weight, 0);
   } else {
-    if (input->sizes[1] != weight->sizes[0])
+    if (disp__t_size(input, 1) != disp__t_size(weight, 0))
       return FAIL("%s: Given transposed=1, weight of size %s, expected input%s to have %lld channels, but "
-                  "got %lld channels instead", op, ws, is, (long long)weight->sizes[0],
-                  (long long)input->sizes[1]);
-    if (bias && (bias->ndim != 1 || bias->sizes[0] != weight->sizes[1] * g))
+                  "got %lld channels instead", op, ws, is, (long long)disp__t_size(weight, 0),
+                  (long long)disp__t_size(input, 1));
+    if (bias && (disp__t_ndim(bias) != 1 || disp__t_size(bias, 0) != disp__t_size(weight, 1) * g))
       return FAIL("%s: Given transposed=1, weight of size %s, expected bias to be 1-dimensional with %lld "
-                  "elements, but got bias of size %s instead", op, ws, (long long)(weight->sizes[1] * g), bs);
+                  "elements, but got bias of size %s instead", op, ws, (long long)(disp__t_size(weight, 1) * g), bs);
     for (int i = 0; i < sd; i++) {
       if (pr->outpad[i] >= pr->stride[i] && pr->outpad[i] >= pr->dilation[i])
         return FAIL("%s: output padding must be smaller than either stride or dilation, but got "
                     "output_padding=%lld, stride=%lld, dilation=%lld", op, (long long)pr->outpad[i],
                     (long long)pr->stride[i], (long long)pr->dilation[i]);
       /* exact, as above: each product is below 2^126, the sum below 2^127 */
-      disp__conv_i128 o = (disp__conv_i128)(input->sizes[2 + i] - 1) * pr->stride[i] -
+      disp__conv_i128 o = (disp__conv_i128)(disp__t_size(input, 2 + i) - 1) * pr->stride[i] -
                           2 * (disp__conv_i128)pr->padding[i] +
-                          (disp__conv_i128)pr->dilation[i] * (weight->sizes[2 + i] - 1) + pr->outpad[i] + 1;
+                          (disp__conv_i128)pr->dilation[i] * (disp__t_size(weight, 2 + i) - 1) + pr->outpad[i] + 1;
       char v[48];
       disp__conv_format_i128(v, sizeof v, o);
       if (o < 1)
@@ -312,7 +313,7 @@ static disp_status conv_shape(const char *op, disp_tensor *input, disp_tensor *w
                     "padding is past %lld, which is not supported", op, is, v, (long long)INT64_MAX);
       osz[2 + i] = (int64_t)o;
     }
-    osz[1] = weight->sizes[1] * g;
+    osz[1] = disp__t_size(weight, 1) * g;
   }
   return DISP_OK;
 }
@@ -331,7 +332,7 @@ static void make_geom(const params *pr, const int64_t *isz, const int64_t *osz, 
     int real = j >= 0;
     gm->in[i] = real ? rin[2 + j] : 1;
     gm->out[i] = real ? rout[2 + j] : 1;
-    gm->k[i] = real ? weight->sizes[2 + j] : 1;
+    gm->k[i] = real ? disp__t_size(weight, 2 + j) : 1;
     gm->s[i] = real ? pr->stride[j] : 1;
     gm->p[i] = real ? pr->padding[j] : 0;
     gm->d[i] = real ? pr->dilation[j] : 1;
@@ -359,30 +360,32 @@ typedef enum conv_backend { BK_EMPTY, BK_MKLDNN, BK_SLOW } conv_backend;
 
 /* 1.13's ConvParams::use_mkldnn at one thread, for 2-D and 3-D inputs. */
 static int use_mkldnn(const disp_tensor *input, const disp_tensor *weight, const params *pr) {
-  if (input->dtype == DISP_DTYPE_BFLOAT16) return !pr->transposed;
-  if (input->dtype != DISP_DTYPE_FLOAT32 || pr->transposed) return 0;
+  if (disp__t_dtype(input) == DISP_DTYPE_BFLOAT16) return !pr->transposed;
+  if (disp__t_dtype(input) != DISP_DTYPE_FLOAT32 || pr->transposed) return 0;
   int strided = 0, dilated = 0;
   for (int i = 0; i < pr->sd; i++) {
     strided |= pr->stride[i] != 1;
     dilated |= pr->dilation[i] != 1;
   }
   /* sizes as 1.13 sees them: a 1-D convolution is viewed as (N, C, 1, L) */
-  int64_t kw = weight->sizes[weight->ndim - 1], kh = pr->sd == 1 ? 1 : weight->sizes[weight->ndim - 2];
-  int64_t n = input->sizes[0], c = input->sizes[1];
-  int64_t h = pr->sd == 1 ? 1 : input->sizes[2], w = pr->sd == 1 ? input->sizes[2] : input->sizes[3];
+  int64_t kw = disp__t_size(weight, disp__t_ndim(weight) - 1),
+          kh = pr->sd == 1 ? 1 : disp__t_size(weight, disp__t_ndim(weight) - 2);
+  int64_t n = disp__t_size(input, 0), c = disp__t_size(input, 1);
+  int64_t h = pr->sd == 1 ? 1 : disp__t_size(input, 2),
+          w = pr->sd == 1 ? disp__t_size(input, 2) : disp__t_size(input, 3);
   int worth = strided || dilated || n >= 16 || kw != 1 || kh != 1;
   return worth && (pr->groups > 1 || (kw > 3 && kh > 3) || n > 1 || n * c * h * w > 20480);
 }
 
 static disp_status select_backend(const char *op, disp_tensor *input, disp_tensor *weight, const params *pr,
                                   conv_backend *bk) {
-  if (input->sizes[0] == 0 || input->sizes[1] == 0) {
+  if (disp__t_size(input, 0) == 0 || disp__t_size(input, 1) == 0) {
     *bk = BK_EMPTY;
     return DISP_OK;
   }
-  if (input->numel == 0) {
+  if (disp__t_numel(input) == 0) {
     char is[160];
-    disp__conv_format_list(is, sizeof is, input->sizes, input->ndim);
+    disp__conv_format_list(is, sizeof is, disp__t_sizes(input), disp__t_ndim(input));
     return FAIL("%s: Only zero batch or zero channel inputs are supported, but got input shape: %s", op, is);
   }
   *bk = use_mkldnn(input, weight, pr) ? BK_MKLDNN : BK_SLOW;
@@ -391,30 +394,32 @@ static disp_status select_backend(const char *op, disp_tensor *input, disp_tenso
 
 static disp_status check_types(const char *op, conv_backend bk, int transposed, disp_tensor *input,
                                disp_tensor *weight, disp_tensor *bias) {
-  disp_dtype dt = input->dtype;
+  disp_dtype dt = disp__t_dtype(input);
   const char *tn = disp_dtype_torch_name(dt);
   if (bk == BK_MKLDNN) {
-    if (weight->dtype != dt)
-      return FAIL("%s: Input type (CPU%sType) and weight type (CPU%sType) should be the same or input should "
-                  "be a MKLDNN tensor and weight is a dense tensor", op, tn, disp_dtype_torch_name(weight->dtype));
-    if (bias && bias->dtype != dt)
+    if (disp__t_dtype(weight) != dt)
+      return FAIL(
+          "%s: Input type (CPU%sType) and weight type (CPU%sType) should be the same or input should "
+          "be a MKLDNN tensor and weight is a dense tensor",
+          op, tn, disp_dtype_torch_name(disp__t_dtype(weight)));
+    if (bias && disp__t_dtype(bias) != dt)
       return FAIL("%s: Input type (CPU%sType) and bias type (CPU%sType) should be the same or input should "
-                  "be a MKLDNN tensor and bias is a dense tensor", op, tn, disp_dtype_torch_name(bias->dtype));
+                  "be a MKLDNN tensor and bias is a dense tensor", op, tn, disp_dtype_torch_name(disp__t_dtype(bias)));
     return DISP_OK;
   }
   if (dt == DISP_DTYPE_FLOAT16 || dt == DISP_DTYPE_BOOL || dt == DISP_DTYPE_QUINT8)
     return FAIL("%s: \"slow_conv2d_cpu\" not implemented for '%s'", op, tn);
-  if (weight->dtype != dt)
-    return FAIL("%s: expected scalar type %s but found %s", op, tn, disp_dtype_torch_name(weight->dtype));
+  if (disp__t_dtype(weight) != dt)
+    return FAIL("%s: expected scalar type %s but found %s", op, tn, disp_dtype_torch_name(disp__t_dtype(weight)));
   /* the transposed kernels read the bias as the input's element type */
-  if (transposed && bias && bias->dtype != dt)
-    return FAIL("%s: expected scalar type %s but found %s", op, tn, disp_dtype_torch_name(bias->dtype));
+  if (transposed && bias && disp__t_dtype(bias) != dt)
+    return FAIL("%s: expected scalar type %s but found %s", op, tn, disp_dtype_torch_name(disp__t_dtype(bias)));
   return DISP_OK;
 }
 
 /* Whether the result is channels_last (4-D only). */
 static int out_channels_last(const disp_tensor *input, const disp_tensor *weight, const params *pr) {
-  if (input->ndim != 4 || pr->transposed) return 0;
+  if (disp__t_ndim(input) != 4 || pr->transposed) return 0;
   return disp__conv_channels_last(input) || disp__conv_channels_last(weight);
 }
 
@@ -422,10 +427,10 @@ static int out_channels_last(const disp_tensor *input, const disp_tensor *weight
 static disp_status conv_empty_forward(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
                                       const int64_t *osz, disp_tensor **out) {
   static const int64_t flat[1] = {-1};
-  disp_int_list fl = {flat, 1}, os = {osz, (size_t)input->ndim};
+  disp_int_list fl = {flat, 1}, os = {osz, (size_t)disp__t_ndim(input)};
   disp_tensor *wv = NULL, *a = NULL, *b = NULL, *y = NULL, *r = NULL, *same = NULL;
   disp_status st = disp_aten_view(weight, fl, &wv);
-  if (st == DISP_OK && input->sizes[1] == 0) {
+  if (st == DISP_OK && disp__t_size(input, 1) == 0) {
     st = disp_aten_view(input, fl, &a);
     if (st == DISP_OK) st = disp_aten_mul_Tensor(a, wv, &y);
   } else if (st == DISP_OK) {
@@ -448,12 +453,12 @@ static disp_status conv_empty_forward(disp_tensor *input, disp_tensor *weight, d
   return st;
 }
 
-static int is_meta(const disp_tensor *t) { return t->device.type == DISP_BACKEND_META; }
+static int is_meta(const disp_tensor *t) { return disp__t_device_type(t) == DISP_BACKEND_META; }
 
 static disp_status check_device(const char *op, disp_tensor *input) {
-  if (input->device.type == DISP_BACKEND_CPU || is_meta(input)) return DISP_OK;
+  if (disp__t_device_type(input) == DISP_BACKEND_CPU || is_meta(input)) return DISP_OK;
   return FAIL("%s: no convolution kernel for device type %s: register one for the backend",
-              op, disp_device_type_name(input->device.type));
+              op, disp_device_type_name(disp__t_device_type(input)));
 }
 
 disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
@@ -471,19 +476,21 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
   if (st == DISP_OK) st = select_backend(op, input, weight, &pr, &bk);
   if (st != DISP_OK) return st;
   if (bk == BK_EMPTY) {
-    if (input->sizes[1] == 0) osz[1] = 0; /* 1.13's calc_output_size */
+    if (disp__t_size(input, 1) == 0) osz[1] = 0; /* 1.13's calc_output_size */
     return conv_empty_forward(input, weight, bias, osz, out0);
   }
   if ((st = check_types(op, bk, pr.transposed, input, weight, bias)) != DISP_OK) return st;
   int cl = out_channels_last(input, weight, &pr);
   disp_tensor *out;
-  if ((st = disp__conv_empty(osz, input->ndim, input->dtype, input->device, cl, &out)) != DISP_OK) return st;
-  if (is_meta(input) || out->numel == 0) {
+  if ((st = disp__conv_empty(osz, disp__t_ndim(input), disp__t_dtype(input), disp__t_device(input), cl, &out)) !=
+      DISP_OK)
+    return st;
+  if (is_meta(input) || disp__t_numel(out) == 0) {
     *out0 = out;
     return DISP_OK;
   }
   geom gm;
-  make_geom(&pr, input->sizes, osz, weight, &gm);
+  make_geom(&pr, disp__t_sizes(input), osz, weight, &gm);
   disp_dtype ct = compute_dtype(input);
   void *xo = NULL, *wo = NULL, *yo = NULL;
   const void *x = disp__conv_view_as(input, ct, &xo), *w = disp__conv_view_as(weight, ct, &wo);
@@ -496,9 +503,9 @@ disp_status disp__cea_convolution(disp_tensor *input, disp_tensor *weight, disp_
      * copy it into the output, then accumulate onto it) */
     for (int64_t c = 0; bias && c < osz[1]; c++) {
       char cv[16];
-      disp__convert_elem(cv, out->dtype, (char *)disp_tensor_data_ptr(bias) + c * bias->strides[0] *
-                         (int64_t)disp_dtype_itemsize(bias->dtype), bias->dtype);
-      bv[c] = disp__load_f64(cv, out->dtype);
+      disp__convert_elem(cv, disp__t_dtype(out), (char *)disp_tensor_data_ptr(bias) + c * disp__t_stride(bias, 0) *
+                         (int64_t)disp_dtype_itemsize(disp__t_dtype(bias)), disp__t_dtype(bias));
+      bv[c] = disp__load_f64(cv, disp__t_dtype(out));
     }
     st = run_prim_as(ct, transposed ? PRIM_BWD_IN : PRIM_FWD, &gm, x, w, y, bv);
   }
@@ -529,9 +536,9 @@ static disp_status conv_empty_backward(disp_tensor *input, disp_tensor *weight, 
     if (!bias_sizes.has_value) {
       st = FAIL("convolution_backward: bias_sizes must be given when output_mask[2] is set");
     } else {
-      disp_opt_device dev = {(int32_t)weight->device.type, (int32_t)weight->device.index, true};
+      disp_opt_device dev = {(int32_t)disp__t_device_type(weight), (int32_t)disp__t_device_index(weight), true};
       disp_int_list bs = bias_sizes.value;
-      st = disp_aten_zeros(bs, weight->dtype, -1, dev, nopin, &gb);
+      st = disp_aten_zeros(bs, disp__t_dtype(weight), -1, dev, nopin, &gb);
     }
   }
   if (st != DISP_OK) {
@@ -584,9 +591,9 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
                              output_padding.len > 16 ? 16 : (int)output_padding.len);
       st = FAIL("%s: output_padding is not supported for non-transposed convolutions; got: %s", op, buf);
     }
-  if (st == DISP_OK && grad_output->ndim != input->ndim)
+  if (st == DISP_OK && disp__t_ndim(grad_output) != disp__t_ndim(input))
     st = FAIL("%s: Expected input and grad_output to have the same number of dimensions, but got: %d and %d", op,
-              input->ndim, grad_output->ndim);
+              disp__t_ndim(input), disp__t_ndim(grad_output));
   if (st == DISP_OK) st = check_device(op, input);
   conv_backend bk = BK_SLOW;
   if (st == DISP_OK) st = select_backend(op, input, weight, &pr, &bk);
@@ -595,27 +602,30 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
   /* only grad_input reads the weight; grad_weight has the input's dtype */
   if ((st = check_types(op, bk, pr.transposed, input, output_mask.data[0] ? weight : input, NULL)) != DISP_OK)
     return st;
-  if (grad_output->dtype != input->dtype)
-    return FAIL("%s: expected scalar type %s but found %s", op, disp_dtype_torch_name(input->dtype),
-                disp_dtype_torch_name(grad_output->dtype));
-  int same = grad_output->ndim == input->ndim;
-  for (int i = 0; same && i < input->ndim; i++) same = grad_output->sizes[i] == osz[i];
+  if (disp__t_dtype(grad_output) != disp__t_dtype(input))
+    return FAIL("%s: expected scalar type %s but found %s", op, disp_dtype_torch_name(disp__t_dtype(input)),
+                disp_dtype_torch_name(disp__t_dtype(grad_output)));
+  int same = disp__t_ndim(grad_output) == disp__t_ndim(input);
+  for (int i = 0; same && i < disp__t_ndim(input); i++) same = disp__t_size(grad_output, i) == osz[i];
   if (!same) {
     char gs[160], es[160];
-    disp__conv_format_list(gs, sizeof gs, grad_output->sizes, grad_output->ndim);
-    disp__conv_format_list(es, sizeof es, osz, input->ndim);
+    disp__conv_format_list(gs, sizeof gs, disp__t_sizes(grad_output), disp__t_ndim(grad_output));
+    disp__conv_format_list(es, sizeof es, osz, disp__t_ndim(input));
     return FAIL("%s: Expected grad_output of size %s, but got %s", op, es, gs);
   }
   int cl = out_channels_last(input, weight, &pr);
   disp_tensor *gi = NULL, *gw = NULL, *gb = NULL;
-  if (output_mask.data[0]) st = disp__conv_empty(input->sizes, input->ndim, input->dtype, input->device, cl, &gi);
+  if (output_mask.data[0])
+    st = disp__conv_empty(disp__t_sizes(input), disp__t_ndim(input), disp__t_dtype(input), disp__t_device(input), cl,
+                          &gi);
   if (st == DISP_OK && output_mask.data[1])
-    st = disp__conv_empty(weight->sizes, weight->ndim, input->dtype, weight->device, cl, &gw);
+    st = disp__conv_empty(disp__t_sizes(weight), disp__t_ndim(weight), disp__t_dtype(input), disp__t_device(weight), cl,
+                          &gw);
   if (st == DISP_OK && output_mask.data[2])
-    st = disp__conv_empty(&osz[1], 1, grad_output->dtype, grad_output->device, 0, &gb);
+    st = disp__conv_empty(&osz[1], 1, disp__t_dtype(grad_output), disp__t_device(grad_output), 0, &gb);
   if (st == DISP_OK && !is_meta(input)) {
     geom gm;
-    make_geom(&pr, input->sizes, osz, weight, &gm);
+    make_geom(&pr, disp__t_sizes(input), osz, weight, &gm);
     disp_dtype ct = compute_dtype(input);
     void *xo = NULL, *wo = NULL, *dyo = NULL;
     const void *x = disp__conv_view_as(input, ct, &xo), *w = disp__conv_view_as(weight, ct, &wo);
@@ -626,7 +636,7 @@ disp_status disp__cea_convolution_backward(disp_tensor *grad_output, disp_tensor
     if (st == DISP_OK && gw)
       st = transposed ? backward_one(op, gw, ct, PRIM_BWD_W, &gm, dy, x) : backward_one(op, gw, ct, PRIM_BWD_W, &gm, x, dy);
     if (st == DISP_OK && gb) {
-      int64_t c = osz[1], sp = grad_output->numel / (osz[0] * c > 0 ? osz[0] * c : 1);
+      int64_t c = osz[1], sp = disp__t_numel(grad_output) / (osz[0] * c > 0 ? osz[0] * c : 1);
       st = backward_bias(op, gb, ct, dy, osz[0], c, sp);
     }
     disp__free(xo), disp__free(wo), disp__free(dyo);
@@ -661,17 +671,17 @@ static const char *cpp_type_name(disp_dtype dt) {
 disp_status disp__cia_conv2d(disp_tensor *input, disp_tensor *weight, disp_tensor *bias,
                              disp_int_list stride, disp_int_list padding, disp_int_list dilation,
                              int64_t groups, disp_tensor **out0) {
-  if (bias && bias->dtype != input->dtype)
-    return FAIL("conv2d: Input type (%s) and bias type (%s) should be the same", cpp_type_name(input->dtype),
-                cpp_type_name(bias->dtype));
-  if (input->ndim != 3 && input->ndim != 4) {
+  if (bias && disp__t_dtype(bias) != disp__t_dtype(input))
+    return FAIL("conv2d: Input type (%s) and bias type (%s) should be the same", cpp_type_name(disp__t_dtype(input)),
+                cpp_type_name(disp__t_dtype(bias)));
+  if (disp__t_ndim(input) != 3 && disp__t_ndim(input) != 4) {
     char is[160];
-    disp__conv_format_list(is, sizeof is, input->sizes, input->ndim);
+    disp__conv_format_list(is, sizeof is, disp__t_sizes(input), disp__t_ndim(input));
     return FAIL("conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s", is);
   }
   static const int64_t zeros[2] = {0, 0};
   disp_int_list outpad = {zeros, 2};
-  if (input->ndim == 4)
+  if (disp__t_ndim(input) == 4)
     return disp_aten_convolution(input, weight, bias, stride, padding, dilation, false, outpad, groups, out0);
   disp_tensor *x = NULL, *y = NULL;
   disp_status st = disp_aten_unsqueeze(input, 0, &x);

@@ -34,19 +34,19 @@ void disp__conv_format_i128(char *buf, size_t n, disp__conv_i128 v) {
 }
 
 int disp__conv_channels_last(const disp_tensor *t) {
-  if (t->ndim != 4 || !t->has_strides) return 0;
+  if (disp__t_ndim(t) != 4 || !disp__t_has_strides(t)) return 0;
   static const int order[4] = {1, 3, 2, 0};
   int64_t min = 0;
-  if (t->strides[1] == 0) return 0;
+  if (disp__t_stride(t, 1) == 0) return 0;
   for (int i = 0; i < 4; i++) {
     int d = order[i];
-    if (t->sizes[d] == 0) return 0;
-    if (t->strides[d] < min) return 0;
+    if (disp__t_size(t, d) == 0) return 0;
+    if (disp__t_stride(t, d) < min) return 0;
     /* Ambiguous layouts count as NCHW. */
-    if (d == 0 && min == t->strides[1]) return 0;
-    min = t->strides[d];
+    if (d == 0 && min == disp__t_stride(t, 1)) return 0;
+    min = disp__t_stride(t, d);
     /* past int64 no later stride can reach min */
-    if (t->sizes[d] > 1 && disp__mul_i64(min, t->sizes[d], &min)) return i == 3;
+    if (disp__t_size(t, d) > 1 && disp__mul_i64(min, disp__t_size(t, d), &min)) return i == 3;
   }
   return 1;
 }
@@ -64,20 +64,22 @@ disp_status disp__conv_empty(const int64_t *sizes, int ndim, disp_dtype dt, disp
  * are the ones disp__load_f64/disp__store_f64 make. */
 void *disp__conv_load_as(const disp_tensor *t, disp_dtype ct) {
   size_t isz = disp_dtype_itemsize(ct);
-  void *v = disp__malloc(isz * (size_t)(t->numel > 0 ? t->numel : 1));
+  void *v = disp__malloc(isz * (size_t)(disp__t_numel(t) > 0 ? disp__t_numel(t) : 1));
   if (!v) return NULL;
-  if (t->numel == 0) return v;
+  if (disp__t_numel(t) == 0) return v;
   int64_t cs[DISP_TENSOR_MAX_DIMS];
-  disp__tensor_contiguous_strides(t->sizes, t->ndim, cs);
-  disp__ew_copy_strided(v, cs, ct, disp_tensor_data_ptr(t), t->strides, t->dtype, t->sizes, t->ndim);
+  disp__tensor_contiguous_strides(disp__t_sizes(t), disp__t_ndim(t), cs);
+  disp__ew_copy_strided(v, cs, ct, disp_tensor_data_ptr(t), disp__t_strides(t), disp__t_dtype(t), disp__t_sizes(t),
+                        disp__t_ndim(t));
   return v;
 }
 
 void disp__conv_store_from(disp_tensor *t, const void *v, disp_dtype ct) {
-  if (t->numel == 0) return;
+  if (disp__t_numel(t) == 0) return;
   int64_t cs[DISP_TENSOR_MAX_DIMS];
-  disp__tensor_contiguous_strides(t->sizes, t->ndim, cs);
-  disp__ew_copy_strided(disp_tensor_data_ptr(t), t->strides, t->dtype, v, cs, ct, t->sizes, t->ndim);
+  disp__tensor_contiguous_strides(disp__t_sizes(t), disp__t_ndim(t), cs);
+  disp__ew_copy_strided(disp_tensor_data_ptr(t), disp__t_strides(t), disp__t_dtype(t), v, cs, ct, disp__t_sizes(t),
+                        disp__t_ndim(t));
 }
 
 double *disp__conv_load(const disp_tensor *t) { return disp__conv_load_as(t, DISP_DTYPE_FLOAT64); }
@@ -86,7 +88,7 @@ void disp__conv_store(disp_tensor *t, const double *v) { disp__conv_store_from(t
 
 /* Whether t's own data is already the row-major array of ct. */
 static int direct(const disp_tensor *t, disp_dtype ct) {
-  return t->numel > 0 && t->dtype == ct && disp_tensor_is_contiguous(t);
+  return disp__t_numel(t) > 0 && disp__t_dtype(t) == ct && disp_tensor_is_contiguous(t);
 }
 
 const void *disp__conv_view_as(const disp_tensor *t, disp_dtype ct, void **owned) {
@@ -98,7 +100,7 @@ const void *disp__conv_view_as(const disp_tensor *t, disp_dtype ct, void **owned
 void *disp__conv_out_as(disp_tensor *t, disp_dtype ct, void **owned) {
   *owned = NULL;
   if (direct(t, ct)) return disp_tensor_data_ptr(t);
-  return *owned = disp__malloc(disp_dtype_itemsize(ct) * (size_t)(t->numel > 0 ? t->numel : 1));
+  return *owned = disp__malloc(disp_dtype_itemsize(ct) * (size_t)(disp__t_numel(t) > 0 ? disp__t_numel(t) : 1));
 }
 
 void disp__conv_out_done(disp_tensor *t, void *owned, disp_dtype ct, int store) {

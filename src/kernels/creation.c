@@ -228,11 +228,11 @@ static disp_status arange_impl(disp_scalar start, disp_scalar end, disp_scalar s
   st = disp_aten_empty_memory_format(size, dt, layout, device, pin_memory, -1, &t);
   if (st != DISP_OK) return st;
   disp_tensor *host = t;
-  if (t->device.type == DISP_BACKEND_META || n == 0) {
+  if (disp__t_device_type(t) == DISP_BACKEND_META || n == 0) {
     *out = t;
     return DISP_OK;
   }
-  if (t->device.type != DISP_BACKEND_CPU) {
+  if (disp__t_device_type(t) != DISP_BACKEND_CPU) {
     /* other backends: compute on the CPU, then copy_ over */
     st = disp_tensor_empty(&n, 1, dt, disp_device_make(DISP_BACKEND_CPU, -1), &host);
     if (st != DISP_OK) {
@@ -291,21 +291,21 @@ disp_status disp__cea_empty_like(disp_tensor *self, int32_t dtype, int32_t layou
                                  disp_opt_bool pin_memory, int32_t memory_format, disp_tensor **out0) {
   disp_status st = check_dtype_arg("empty_like", dtype);
   if (st != DISP_OK) return st;
-  if (dtype < 0) dtype = self->dtype;
+  if (dtype < 0) dtype = disp__t_dtype(self);
   if (!device.has_value) {
-    device.type = self->device.type;
-    device.index = self->device.index;
+    device.type = disp__t_device_type(self);
+    device.index = disp__t_device_index(self);
     device.has_value = true;
   }
   if (memory_format < 0) memory_format = DISP_MEMORY_FORMAT_PRESERVE;
-  disp_int_list size = {self->sizes, (size_t)self->ndim};
+  disp_int_list size = {disp__t_sizes(self), (size_t)disp__t_ndim(self)};
   if (memory_format == DISP_MEMORY_FORMAT_PRESERVE) {
     int64_t strides[DISP_TENSOR_MAX_DIMS];
-    if (disp__ew_is_non_overlapping_and_dense(self->sizes, self->strides, self->ndim))
-      memcpy(strides, self->strides, (size_t)self->ndim * sizeof *strides);
+    if (disp__ew_is_non_overlapping_and_dense(disp__t_sizes(self), disp__t_strides(self), disp__t_ndim(self)))
+      memcpy(strides, disp__t_strides(self), (size_t)disp__t_ndim(self) * sizeof *strides);
     else
-      disp__ew_infer_dense_strides(self->sizes, self->strides, self->ndim, strides);
-    disp_int_list stride = {strides, (size_t)self->ndim};
+      disp__ew_infer_dense_strides(disp__t_sizes(self), disp__t_strides(self), disp__t_ndim(self), strides);
+    disp_int_list stride = {strides, (size_t)disp__t_ndim(self)};
     return disp_aten_empty_strided(size, stride, dtype, layout, device, pin_memory, out0);
   }
   return disp_aten_empty_memory_format(size, dtype, layout, device, pin_memory, memory_format, out0);

@@ -38,8 +38,8 @@ static disp_status mixed(disp_device common, disp_device other) {
 /* The first non-CPU device of ts[0..n), or `found` unchanged. */
 static int first_non_cpu(const disp_tensor *const *ts, size_t n, disp_device *found) {
   for (size_t i = 0; i < n; i++)
-    if (ts[i] && ts[i]->device.type != DISP_BACKEND_CPU) {
-      *found = ts[i]->device;
+    if (ts[i] && disp__t_device_type(ts[i]) != DISP_BACKEND_CPU) {
+      *found = disp__t_device(ts[i]);
       return 1;
     }
   return 0;
@@ -55,13 +55,13 @@ static disp_status check_all(rule *r, const disp_tensor *const *ts, size_t n, in
   for (size_t i = 0; i < n; i++) {
     const disp_tensor *t = ts[i];
     if (!t) continue;
-    if (r->common.type != DISP_BACKEND_CPU && r->max_scalars && !outputs && t->ndim == 0 &&
-        t->device.type == DISP_BACKEND_CPU) {
+    if (r->common.type != DISP_BACKEND_CPU && r->max_scalars && !outputs && disp__t_ndim(t) == 0 &&
+        disp__t_device_type(t) == DISP_BACKEND_CPU) {
       if (r->scalars == r->max_scalars)
         return disp__fail(DISP_ERR_INVALID_ARG, "Trying to pass too many CPU scalars to non-CPU kernel!");
       r->scalars++;
-    } else if (!disp__device_same(t->device, r->common)) {
-      return mixed(r->common, t->device);
+    } else if (!disp__device_same(disp__t_device(t), r->common)) {
+      return mixed(r->common, disp__t_device(t));
     }
   }
   return DISP_OK;

@@ -27,7 +27,8 @@ static inline int disp__device_same(disp_device a, disp_device b) {
 /* The fast path: whether `t` (NULL: an absent `Tensor?`) is on another
  * device than `ref`. Two compares per tensor argument. */
 static inline int disp__device_differs(const disp_tensor *ref, const disp_tensor *t) {
-  return t && (t->device.type != ref->device.type || t->device.index != ref->device.index);
+  return t &&
+         (disp__t_device_type(t) != disp__t_device_type(ref) || disp__t_device_index(t) != disp__t_device_index(ref));
 }
 
 /*

@@ -30,7 +30,7 @@ static disp_status native_dropout_impl(disp_tensor *input, double p, disp_opt_bo
   disp_opt_bool nopin = {0};
   disp_tensor *mask = NULL, *out = NULL, *w = NULL, *same = NULL;
   disp_status st;
-  if (input->numel == 0) {
+  if (disp__t_numel(input) == 0) {
     if ((st = disp_aten_empty_like(input, -1, -1, nodev, nopin, -1, &mask)) != DISP_OK) return st;
     *out0 = disp_tensor_retain(input);
     *out1 = mask;
@@ -44,12 +44,12 @@ static disp_status native_dropout_impl(disp_tensor *input, double p, disp_opt_bo
     if (!(p1m >= 0.0 && p1m <= 1.0)) return FAIL("native_dropout: bernoulli_ expects p to be in [0, 1], but got p=%g", p1m);
     double scale = p1m == 0.0 ? 0.0 : 1.0 / p1m;
     st = disp_aten_empty_like(input, DISP_DTYPE_BOOL, -1, nodev, nopin, -1, &mask);
-    if (st == DISP_OK && mask->device.type == DISP_BACKEND_CPU) {
-      double *m = disp__malloc(sizeof(double) * (size_t)mask->numel);
+    if (st == DISP_OK && disp__t_device_type(mask) == DISP_BACKEND_CPU) {
+      double *m = disp__malloc(sizeof(double) * (size_t)disp__t_numel(mask));
       if (!m) st = disp_set_error(DISP_ERR_NO_MEMORY, "native_dropout: out of memory");
       else {
-        disp__rng r = disp__rng_reserve((uint64_t)mask->numel);
-        for (int64_t i = 0; i < mask->numel; i++) m[i] = disp__rng_bernoulli(&r, p1m);
+        disp__rng r = disp__rng_reserve((uint64_t)disp__t_numel(mask));
+        for (int64_t i = 0; i < disp__t_numel(mask); i++) m[i] = disp__rng_bernoulli(&r, p1m);
         disp__conv_store(mask, m);
         disp__free(m);
       }
@@ -98,24 +98,24 @@ disp_status disp__cpu_native_dropout_backward(disp_tensor *grad_output, disp_ten
  * integer or bool input cannot take). */
 disp_status disp__cia_dropout(disp_tensor *input, double p, bool train, disp_tensor **out0) {
   if (!(p >= 0.0 && p <= 1.0)) return FAIL("dropout: dropout probability has to be between 0 and 1, but got %g", p);
-  if (p == 0.0 || !train || input->numel == 0) {
+  if (p == 0.0 || !train || disp__t_numel(input) == 0) {
     *out0 = disp_tensor_retain(input);
     return DISP_OK;
   }
-  disp_opt_device dev = {(int32_t)input->device.type, (int32_t)input->device.index, true};
+  disp_opt_device dev = {(int32_t)disp__t_device_type(input), (int32_t)disp__t_device_index(input), true};
   disp_opt_bool nopin = {0};
   disp_tensor *z = NULL;
   if (p == 1.0) {
-    disp_status st = disp_aten_zeros((disp_int_list){NULL, 0}, input->dtype, -1, dev, nopin, &z);
+    disp_status st = disp_aten_zeros((disp_int_list){NULL, 0}, disp__t_dtype(input), -1, dev, nopin, &z);
     if (st == DISP_OK) st = disp_aten_mul_Tensor(input, z, out0);
     disp_tensor_release(z);
     return st;
   }
-  if (input->dtype == DISP_DTYPE_FLOAT16) /* no float16 bernoulli_ on the CPU in 1.13 */
+  if (disp__t_dtype(input) == DISP_DTYPE_FLOAT16) /* no float16 bernoulli_ on the CPU in 1.13 */
     return FAIL("dropout: \"bernoulli_scalar_cpu_\" not implemented for 'Half'");
-  if (!disp_dtype_is_floating(input->dtype))
+  if (!disp_dtype_is_floating(disp__t_dtype(input)))
     return FAIL("dropout: result type Float can't be cast to the desired output type %s",
-                disp_dtype_torch_name(input->dtype));
+                disp_dtype_torch_name(disp__t_dtype(input)));
   disp_tensor *mask = NULL;
   disp_opt_bool tr = {true, true};
   disp_status st = disp_aten_native_dropout(input, p, tr, out0, &mask);

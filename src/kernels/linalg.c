@@ -23,8 +23,9 @@ static const char *tname(disp_dtype dt) { return disp_dtype_torch_name(dt); }
 
 /* A matrix view of dims (d0, d1) of t, batch element b along dim 0 for 3-D. */
 static disp__mat mat_of(disp_tensor *t, int d0, int d1, int64_t b) {
-  disp__mat m = {disp_tensor_data_ptr(t), t->strides[d0], t->strides[d1]};
-  if (t->ndim == 3 && m.data) m.data = (char *)m.data + b * t->strides[0] * (int64_t)disp_dtype_itemsize(t->dtype);
+  disp__mat m = {disp_tensor_data_ptr(t), disp__t_stride(t, d0), disp__t_stride(t, d1)};
+  if (disp__t_ndim(t) == 3 && m.data)
+    m.data = (char *)m.data + b * disp__t_stride(t, 0) * (int64_t)disp_dtype_itemsize(disp__t_dtype(t));
   return m;
 }
 
@@ -33,17 +34,17 @@ static disp__mat mat_of(disp_tensor *t, int d0, int d1, int64_t b) {
  * repeats (stride 0). */
 static disp__mat broadcast_mat(disp_tensor *self) {
   disp__mat m = {disp_tensor_data_ptr(self), 0, 0};
-  int nd = self->ndim;
-  if (nd == 2 && self->sizes[0] != 1) m.rs = self->strides[0];
-  if (nd >= 1 && self->sizes[nd - 1] != 1) m.cs = self->strides[nd - 1];
+  int nd = disp__t_ndim(self);
+  if (nd == 2 && disp__t_size(self, 0) != 1) m.rs = disp__t_stride(self, 0);
+  if (nd >= 1 && disp__t_size(self, nd - 1) != 1) m.cs = disp__t_stride(self, nd - 1);
   return m;
 }
 
 /* PyTorch's "expected scalar type X but found Y" (data_ptr<T> of an operand
  * whose dtype differs from the result's). */
 static disp_status check_same_dtype(const char *op, disp_dtype want, const disp_tensor *t) {
-  if (t->dtype != want)
-    return FAIL("%s: expected scalar type %s but found %s", op, tname(want), tname(t->dtype));
+  if (disp__t_dtype(t) != want)
+    return FAIL("%s: expected scalar type %s but found %s", op, tname(want), tname(disp__t_dtype(t)));
   return DISP_OK;
 }
 
@@ -56,23 +57,23 @@ static disp_status check_gemm_dtype(const char *op, const char *kname, disp_dtyp
 
 static disp_status shapes_mismatch(const char *op, const disp_tensor *a, const disp_tensor *b) {
   return FAIL("%s: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
-              (long long)a->sizes[0], (long long)a->sizes[1], (long long)b->sizes[0],
-              (long long)b->sizes[1]);
+              (long long)disp__t_size(a, 0), (long long)disp__t_size(a, 1), (long long)disp__t_size(b, 0),
+              (long long)disp__t_size(b, 1));
 }
 
 static disp_status new_like_device(const int64_t *sizes, int ndim, disp_dtype dt,
                                    const disp_tensor *like, disp_tensor **out) {
-  return disp_tensor_empty(sizes, ndim, dt, like->device, out);
+  return disp_tensor_empty(sizes, ndim, dt, disp__t_device(like), out);
 }
 
 /* ---- mm ------------------------------------------------------------------ */
 
 static disp_status mm_geometry(disp_tensor *self, disp_tensor *mat2, int64_t *sizes) {
-  if (self->ndim != 2) return FAIL("mm: self must be a matrix");
-  if (mat2->ndim != 2) return FAIL("mm: mat2 must be a matrix");
-  if (self->sizes[1] != mat2->sizes[0]) return shapes_mismatch("mm", self, mat2);
-  sizes[0] = self->sizes[0];
-  sizes[1] = mat2->sizes[1];
+  if (disp__t_ndim(self) != 2) return FAIL("mm: self must be a matrix");
+  if (disp__t_ndim(mat2) != 2) return FAIL("mm: mat2 must be a matrix");
+  if (disp__t_size(self, 1) != disp__t_size(mat2, 0)) return shapes_mismatch("mm", self, mat2);
+  sizes[0] = disp__t_size(self, 0);
+  sizes[1] = disp__t_size(mat2, 1);
   return DISP_OK;
 }
 
@@ -84,32 +85,33 @@ static int gemm_trivial(int64_t numel, int64_t k) { return numel == 0 || k == 0;
 /* Zero-fills a fresh CPU result (all-zero bits are 0 in every dtype). */
 static void zero_fill(disp_tensor *t) {
   char *p = disp_tensor_data_ptr(t);
-  if (p && t->numel) memset(p, 0, (size_t)t->numel * disp_dtype_itemsize(t->dtype));
+  if (p && disp__t_numel(t)) memset(p, 0, (size_t)disp__t_numel(t) * disp_dtype_itemsize(disp__t_dtype(t)));
 }
 
 disp_status disp__meta_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[2];
   disp_status st = mm_geometry(self, mat2, sz);
-  if (st == DISP_OK && !gemm_trivial(sz[0] * sz[1], self->sizes[1])) st = check_same_dtype("mm", self->dtype, mat2);
+  if (st == DISP_OK && !gemm_trivial(sz[0] * sz[1], disp__t_size(self, 1)))
+    st = check_same_dtype("mm", disp__t_dtype(self), mat2);
   if (st != DISP_OK) return st;
-  return new_like_device(sz, 2, self->dtype, self, out0);
+  return new_like_device(sz, 2, disp__t_dtype(self), self, out0);
 }
 
 disp_status disp__cpu_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[2];
   disp_status st = mm_geometry(self, mat2, sz);
-  int trivial = st == DISP_OK && gemm_trivial(sz[0] * sz[1], self->sizes[1]);
-  if (st == DISP_OK && !trivial) st = check_gemm_dtype("mm", "addmm_impl_cpu_", self->dtype, 0);
-  if (st == DISP_OK && !trivial) st = check_same_dtype("mm", self->dtype, mat2);
+  int trivial = st == DISP_OK && gemm_trivial(sz[0] * sz[1], disp__t_size(self, 1));
+  if (st == DISP_OK && !trivial) st = check_gemm_dtype("mm", "addmm_impl_cpu_", disp__t_dtype(self), 0);
+  if (st == DISP_OK && !trivial) st = check_same_dtype("mm", disp__t_dtype(self), mat2);
   if (st != DISP_OK) return st;
   disp_tensor *out;
-  if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
+  if ((st = new_like_device(sz, 2, disp__t_dtype(self), self, &out)) != DISP_OK) return st;
   if (trivial) {
     zero_fill(out);
     *out0 = out;
     return DISP_OK;
   }
-  st = disp__gemm(self->dtype, sz[0], sz[1], self->sizes[1], disp_scalar_int(1),
+  st = disp__gemm(disp__t_dtype(self), sz[0], sz[1], disp__t_size(self, 1), disp_scalar_int(1),
                   mat_of(self, 0, 1, 0), mat_of(mat2, 0, 1, 0), disp_scalar_int(0),
                   mat_of(out, 0, 1, 0));
   if (st != DISP_OK) {
@@ -124,17 +126,17 @@ disp_status disp__cpu_mm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out
 
 /* PyTorch's expand_size check of `self` against (m, n). */
 static disp_status check_expand(const char *op, const disp_tensor *self, const int64_t *target) {
-  if (self->ndim > 2)
+  if (disp__t_ndim(self) > 2)
     return FAIL("%s: expand: the number of sizes provided (2) must be greater or equal to the number "
-                "of dimensions in the tensor (%d)", op, self->ndim);
-  for (int i = 0; i < self->ndim; i++) {
-    int d = 2 - self->ndim + i;
-    int64_t s = self->sizes[i];
+                "of dimensions in the tensor (%d)", op, disp__t_ndim(self));
+  for (int i = 0; i < disp__t_ndim(self); i++) {
+    int d = 2 - disp__t_ndim(self) + i;
+    int64_t s = disp__t_size(self, i);
     if (s != 1 && s != target[d]) {
       char ts[128];
       int n = snprintf(ts, sizeof ts, "[");
-      for (int j = 0; j < self->ndim; j++)
-        n += snprintf(ts + n, sizeof ts - (size_t)n, "%s%lld", j ? ", " : "", (long long)self->sizes[j]);
+      for (int j = 0; j < disp__t_ndim(self); j++)
+        n += snprintf(ts + n, sizeof ts - (size_t)n, "%s%lld", j ? ", " : "", (long long)disp__t_size(self, j));
       snprintf(ts + n, sizeof ts - (size_t)n, "]");
       return FAIL("%s: The expanded size of the tensor (%lld) must match the existing size (%lld) at "
                   "non-singleton dimension %d.  Target sizes: [%lld, %lld].  Tensor sizes: %s", op,
@@ -147,13 +149,13 @@ static disp_status check_expand(const char *op, const disp_tensor *self, const i
 /* 1.13's addmm meta function checks the dtypes first, then the shapes. */
 static disp_status addmm_geometry(disp_tensor *self, disp_tensor *mat1, disp_tensor *mat2,
                                   int64_t *sizes) {
-  if (self->dtype != mat2->dtype) return FAIL("addmm: self and mat2 must have the same dtype");
-  if (mat1->dtype != mat2->dtype) return FAIL("addmm: mat1 and mat2 must have the same dtype");
-  if (mat1->ndim != 2) return FAIL("addmm: mat1 must be a matrix, got %d-D tensor", mat1->ndim);
-  if (mat2->ndim != 2) return FAIL("addmm: mat2 must be a matrix, got %d-D tensor", mat2->ndim);
-  if (mat1->sizes[1] != mat2->sizes[0]) return shapes_mismatch("addmm", mat1, mat2);
-  sizes[0] = mat1->sizes[0];
-  sizes[1] = mat2->sizes[1];
+  if (disp__t_dtype(self) != disp__t_dtype(mat2)) return FAIL("addmm: self and mat2 must have the same dtype");
+  if (disp__t_dtype(mat1) != disp__t_dtype(mat2)) return FAIL("addmm: mat1 and mat2 must have the same dtype");
+  if (disp__t_ndim(mat1) != 2) return FAIL("addmm: mat1 must be a matrix, got %d-D tensor", disp__t_ndim(mat1));
+  if (disp__t_ndim(mat2) != 2) return FAIL("addmm: mat2 must be a matrix, got %d-D tensor", disp__t_ndim(mat2));
+  if (disp__t_size(mat1, 1) != disp__t_size(mat2, 0)) return shapes_mismatch("addmm", mat1, mat2);
+  sizes[0] = disp__t_size(mat1, 0);
+  sizes[1] = disp__t_size(mat2, 1);
   return check_expand("addmm", self, sizes);
 }
 
@@ -162,7 +164,7 @@ static disp_status addmm_geometry(disp_tensor *self, disp_tensor *mat1, disp_ten
  * addmm's k == 0 path in 1.13, on CPU and Meta alike. */
 static disp_status scale_by_beta(disp_tensor *out, disp_scalar beta) {
   disp_tensor *w = NULL, *same = NULL;
-  disp_status st = disp__wrap_scalar(beta, out->device, &w);
+  disp_status st = disp__wrap_scalar(beta, disp__t_device(out), &w);
   if (st == DISP_OK) st = disp_aten_mul__Tensor(out, w, &same);
   disp_tensor_release(same);
   disp__unwrap_scalar(w);
@@ -176,9 +178,9 @@ disp_status disp__meta_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *
   disp_status st = addmm_geometry(self, mat1, mat2, sz);
   if (st != DISP_OK) return st;
   disp_tensor *out;
-  if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
+  if ((st = new_like_device(sz, 2, disp__t_dtype(self), self, &out)) != DISP_OK) return st;
   /* k == 0 scales by beta with mul_, whose dtype check Meta shares */
-  if (mat1->sizes[1] == 0 && out->numel > 0 && disp_scalar_to_double(beta) != 0.0) {
+  if (disp__t_size(mat1, 1) == 0 && disp__t_numel(out) > 0 && disp_scalar_to_double(beta) != 0.0) {
     if ((st = scale_by_beta(out, beta)) != DISP_OK) {
       disp_tensor_release(out);
       return st;
@@ -193,15 +195,15 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
   int64_t sz[2];
   disp_status st = addmm_geometry(self, mat1, mat2, sz);
   if (st != DISP_OK) return st;
-  int trivial = gemm_trivial(sz[0] * sz[1], mat1->sizes[1]);
-  if (!trivial && (st = check_gemm_dtype("addmm", "addmm_impl_cpu_", self->dtype, 0)) != DISP_OK) return st;
+  int trivial = gemm_trivial(sz[0] * sz[1], disp__t_size(mat1, 1));
+  if (!trivial && (st = check_gemm_dtype("addmm", "addmm_impl_cpu_", disp__t_dtype(self), 0)) != DISP_OK) return st;
   disp_tensor *out;
-  if ((st = new_like_device(sz, 2, self->dtype, self, &out)) != DISP_OK) return st;
+  if ((st = new_like_device(sz, 2, disp__t_dtype(self), self, &out)) != DISP_OK) return st;
   int beta_zero = disp_scalar_to_double(beta) == 0.0;
   if (trivial) {
     /* k == 0: beta * self, scaled by an in-place mul_ (whose promotion
      * rules apply: a float beta on an integer self is an error). */
-    if (beta_zero || out->numel == 0) {
+    if (beta_zero || disp__t_numel(out) == 0) {
       zero_fill(out);
     } else {
       disp__titer_copy(out, self); /* self broadcast to (m, n) */
@@ -214,7 +216,7 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
     return DISP_OK;
   }
   disp__mat a = mat_of(mat1, 0, 1, 0), b = mat_of(mat2, 0, 1, 0), c = mat_of(out, 0, 1, 0);
-  if (!beta_zero && disp__gemm_small_from(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, a, b, beta,
+  if (!beta_zero && disp__gemm_small_from(disp__t_dtype(self), sz[0], sz[1], disp__t_size(mat1, 1), alpha, a, b, beta,
                                           broadcast_mat(self), c)) {
     *out0 = out; /* a small product read self where it lies (the bias: no copy) */
     return DISP_OK;
@@ -222,7 +224,8 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
   /* out = self broadcast to (m, n) by the one broadcast copy (a memcpy
    * per row for a bias vector); the gemm then scales it by beta. */
   if (!beta_zero) disp__titer_copy(out, self);
-  st = disp__gemm(self->dtype, sz[0], sz[1], mat1->sizes[1], alpha, a, b, beta_zero ? disp_scalar_int(0) : beta, c);
+  st = disp__gemm(disp__t_dtype(self), sz[0], sz[1], disp__t_size(mat1, 1), alpha, a, b,
+                  beta_zero ? disp_scalar_int(0) : beta, c);
   if (st != DISP_OK) {
     disp_tensor_release(out);
     return st;
@@ -234,42 +237,43 @@ disp_status disp__cpu_addmm(disp_tensor *self, disp_tensor *mat1, disp_tensor *m
 /* ---- bmm ------------------------------------------------------------------ */
 
 static disp_status bmm_geometry(disp_tensor *self, disp_tensor *mat2, int64_t *sizes) {
-  if (self->ndim != 3) return FAIL("bmm: batch1 must be a 3D tensor");
-  if (mat2->ndim != 3) return FAIL("bmm: batch2 must be a 3D tensor");
-  int64_t b = self->sizes[0], k = self->sizes[2];
-  if (mat2->sizes[0] != b || mat2->sizes[1] != k)
+  if (disp__t_ndim(self) != 3) return FAIL("bmm: batch1 must be a 3D tensor");
+  if (disp__t_ndim(mat2) != 3) return FAIL("bmm: batch2 must be a 3D tensor");
+  int64_t b = disp__t_size(self, 0), k = disp__t_size(self, 2);
+  if (disp__t_size(mat2, 0) != b || disp__t_size(mat2, 1) != k)
     return FAIL("bmm: Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
-                "got: [%lld, %lld].", (long long)b, (long long)k, (long long)mat2->sizes[0],
-                (long long)mat2->sizes[1]);
+                "got: [%lld, %lld].", (long long)b, (long long)k, (long long)disp__t_size(mat2, 0),
+                (long long)disp__t_size(mat2, 1));
   sizes[0] = b;
-  sizes[1] = self->sizes[1];
-  sizes[2] = mat2->sizes[2];
+  sizes[1] = disp__t_size(self, 1);
+  sizes[2] = disp__t_size(mat2, 2);
   return DISP_OK;
 }
 
 /* 1.13's bmm: products of fewer than 400 multiply-adds per matrix run its
  * own loop, in the element type itself; larger ones an addmm per batch. */
-static int bmm_small(const disp_tensor *self, const int64_t *sz) { return self->sizes[2] * sz[1] * sz[2] < 400; }
+static int bmm_small(const disp_tensor *self, const int64_t *sz) { return disp__t_size(self, 2) * sz[1] * sz[2] < 400; }
 
 /* The errors of a non-trivial bmm, as 1.13's CPU kernel raises them (the
  * result has batch2's dtype; the small loop dispatches on batch1's). */
 static disp_status bmm_check_dtypes(disp_tensor *self, disp_tensor *mat2, const int64_t *sz) {
   if (bmm_small(self, sz)) {
-    disp_dtype dt = self->dtype;
+    disp_dtype dt = disp__t_dtype(self);
     if (dt == DISP_DTYPE_FLOAT16 || dt == DISP_DTYPE_BOOL || dt == DISP_DTYPE_QUINT8)
       return FAIL("bmm: \"bmm\" not implemented for '%s'", tname(dt));
-    return check_same_dtype("bmm", self->dtype, mat2);
+    return check_same_dtype("bmm", disp__t_dtype(self), mat2);
   }
-  if (self->dtype != mat2->dtype) return FAIL("bmm: mat1 and mat2 must have the same dtype");
-  return check_gemm_dtype("bmm", "addmm_impl_cpu_", self->dtype, 0);
+  if (disp__t_dtype(self) != disp__t_dtype(mat2)) return FAIL("bmm: mat1 and mat2 must have the same dtype");
+  return check_gemm_dtype("bmm", "addmm_impl_cpu_", disp__t_dtype(self), 0);
 }
 
 disp_status disp__meta_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **out0) {
   int64_t sz[3];
   disp_status st = bmm_geometry(self, mat2, sz);
-  if (st == DISP_OK && !gemm_trivial(sz[0] * sz[1] * sz[2], self->sizes[2])) st = bmm_check_dtypes(self, mat2, sz);
+  if (st == DISP_OK && !gemm_trivial(sz[0] * sz[1] * sz[2], disp__t_size(self, 2)))
+    st = bmm_check_dtypes(self, mat2, sz);
   if (st != DISP_OK) return st;
-  return new_like_device(sz, 3, mat2->dtype, self, out0);
+  return new_like_device(sz, 3, disp__t_dtype(mat2), self, out0);
 }
 
 /* One element of the small loop: the sum of products, each product and
@@ -315,9 +319,9 @@ enum { BMM_MIN_WORK = 65536 }; /* multiply-adds worth a thread */
 
 static disp_status bmm_gemms(bmm_job *j, int64_t lo, int64_t hi) {
   disp_status st = DISP_OK;
-  const int64_t *sz = j->out->sizes;
+  const int64_t *sz = disp__t_sizes(j->out);
   for (int64_t b = lo; b < hi && st == DISP_OK; b++)
-    st = disp__gemm(j->self->dtype, sz[1], sz[2], j->self->sizes[2], disp_scalar_int(1),
+    st = disp__gemm(disp__t_dtype(j->self), sz[1], sz[2], disp__t_size(j->self, 2), disp_scalar_int(1),
                     mat_of(j->self, 1, 2, b), mat_of(j->mat2, 1, 2, b), disp_scalar_int(0),
                     mat_of(j->out, 1, 2, b));
   return st;
@@ -333,32 +337,33 @@ disp_status disp__cpu_bmm(disp_tensor *self, disp_tensor *mat2, disp_tensor **ou
   int64_t sz[3];
   disp_status st = bmm_geometry(self, mat2, sz);
   if (st != DISP_OK) return st;
-  int trivial = gemm_trivial(sz[0] * sz[1] * sz[2], self->sizes[2]);
+  int trivial = gemm_trivial(sz[0] * sz[1] * sz[2], disp__t_size(self, 2));
   if (!trivial && (st = bmm_check_dtypes(self, mat2, sz)) != DISP_OK) return st;
   disp_tensor *out;
-  if ((st = new_like_device(sz, 3, mat2->dtype, self, &out)) != DISP_OK) return st;
+  if ((st = new_like_device(sz, 3, disp__t_dtype(mat2), self, &out)) != DISP_OK) return st;
   if (trivial) {
     zero_fill(out);
     *out0 = out;
     return DISP_OK;
   }
   if (bmm_small(self, sz)) {
-    size_t isz = disp_dtype_itemsize(self->dtype);
+    size_t isz = disp_dtype_itemsize(disp__t_dtype(self));
     const char *a = disp_tensor_data_ptr(self), *b = disp_tensor_data_ptr(mat2);
     char *o = disp_tensor_data_ptr(out);
     for (int64_t n = 0; n < sz[0]; n++)
       for (int64_t i = 0; i < sz[1]; i++)
         for (int64_t j = 0; j < sz[2]; j++)
-          bmm_small_elem(self->dtype, a + (n * self->strides[0] + i * self->strides[1]) * (int64_t)isz,
-                         self->strides[2], b + (n * mat2->strides[0] + j * mat2->strides[2]) * (int64_t)isz,
-                         mat2->strides[1], self->sizes[2], o + (size_t)((n * sz[1] + i) * sz[2] + j) * isz);
+          bmm_small_elem(
+              disp__t_dtype(self), a + (n * disp__t_stride(self, 0) + i * disp__t_stride(self, 1)) * (int64_t)isz,
+              disp__t_stride(self, 2), b + (n * disp__t_stride(mat2, 0) + j * disp__t_stride(mat2, 2)) * (int64_t)isz,
+              disp__t_stride(mat2, 1), disp__t_size(self, 2), o + (size_t)((n * sz[1] + i) * sz[2] + j) * isz);
     *out0 = out;
     return DISP_OK;
   }
   bmm_job j = {self, mat2, out, 0};
   /* batches on the library's threads, each product on one (Note [Threaded
    * gemm]); a failure is redone here, where its message belongs */
-  double per = (double)sz[1] * (double)sz[2] * (double)self->sizes[2]; /* int64 may overflow */
+  double per = (double)sz[1] * (double)sz[2] * (double)disp__t_size(self, 2); /* int64 may overflow */
   int64_t grain = per >= BMM_MIN_WORK ? 1 : BMM_MIN_WORK / (int64_t)(per > 1 ? per : 1) + 1;
   disp__parallel_for(0, sz[0], grain, bmm_batches, &j);
   if (atomic_load(&j.status) != DISP_OK) st = bmm_gemms(&j, 0, sz[0]);
@@ -389,14 +394,14 @@ static disp_int_list ilist(const int64_t *v, int n) {
 
 /* 1-D . 1-D: PyTorch calls dot; here (1,n) @ (n,1) viewed as 0-dim. */
 static disp_status matmul_dot(disp_tensor *a, disp_tensor *b, disp_tensor **out) {
-  if (a->sizes[0] != b->sizes[0])
+  if (disp__t_size(a, 0) != disp__t_size(b, 0))
     return FAIL("dot: inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the "
                 "same number of elements, but got %lld and %lld elements respectively",
-                (long long)a->sizes[0], (long long)b->sizes[0], (long long)a->sizes[0],
-                (long long)b->sizes[0]);
-  if (a->dtype != b->dtype)
-    return FAIL("dot: expected both vectors to have same dtype, but found %s and %s", tname(a->dtype),
-                tname(b->dtype));
+                (long long)disp__t_size(a, 0), (long long)disp__t_size(b, 0), (long long)disp__t_size(a, 0),
+                (long long)disp__t_size(b, 0));
+  if (disp__t_dtype(a) != disp__t_dtype(b))
+    return FAIL("dot: expected both vectors to have same dtype, but found %s and %s", tname(disp__t_dtype(a)),
+                tname(disp__t_dtype(b)));
   disp_tensor *x = NULL, *y = NULL, *r = NULL;
   disp_status st = disp_aten_unsqueeze(a, 0, &x);
   if (st == DISP_OK) st = disp_aten_unsqueeze(b, 1, &y);
@@ -426,7 +431,7 @@ static disp_status broadcast_batch(const int64_t *a, int na, const int64_t *b, i
 }
 
 disp_status disp__cia_matmul(disp_tensor *self, disp_tensor *other, disp_tensor **out0) {
-  int d1 = self->ndim, d2 = other->ndim;
+  int d1 = disp__t_ndim(self), d2 = disp__t_ndim(other);
   if (d1 == 0 || d2 == 0)
     return FAIL("matmul: both arguments to matmul need to be at least 1D, but they are %dD and %dD", d1, d2);
   if (d1 == 1 && d2 == 1) return matmul_dot(self, other, out0);
@@ -456,7 +461,7 @@ disp_status disp__cia_matmul(disp_tensor *self, disp_tensor *other, disp_tensor 
   int64_t osz[DISP_TENSOR_MAX_DIMS + 2];
   if (d1 >= 3 && (d2 == 1 || d2 == 2)) {
     /* Fold self's batch into its rows: one mm. */
-    int64_t shape[2] = {-1, self->sizes[d1 - 1]};
+    int64_t shape[2] = {-1, disp__t_size(self, d1 - 1)};
     disp_tensor *f = NULL, *v = NULL;
     disp_status st = disp_aten_reshape(self, ilist(shape, 2), &f);
     if (st == DISP_OK) st = d2 == 1 ? disp_aten_unsqueeze(other, 1, &v) : DISP_OK;
@@ -465,21 +470,21 @@ disp_status disp__cia_matmul(disp_tensor *self, disp_tensor *other, disp_tensor 
     disp_tensor_release(v);
     if (st != DISP_OK) return st;
     int n = 0;
-    for (int i = 0; i < d1 - 1; i++) osz[n++] = self->sizes[i];
-    if (d2 == 2) osz[n++] = other->sizes[1];
+    for (int i = 0; i < d1 - 1; i++) osz[n++] = disp__t_size(self, i);
+    if (d2 == 2) osz[n++] = disp__t_size(other, 1);
     CHAIN(r, disp_aten_view(r, ilist(osz, n), &nt_));
     *out0 = r;
     return DISP_OK;
   }
 
   /* General batched case: broadcast the batch dims, bmm, reshape. */
-  int64_t n = d1 > 1 ? self->sizes[d1 - 2] : 1, m1 = self->sizes[d1 - 1];
-  int64_t m2 = d2 > 1 ? other->sizes[d2 - 2] : other->sizes[0];
-  int64_t p = d2 > 1 ? other->sizes[d2 - 1] : 1;
+  int64_t n = d1 > 1 ? disp__t_size(self, d1 - 2) : 1, m1 = disp__t_size(self, d1 - 1);
+  int64_t m2 = d2 > 1 ? disp__t_size(other, d2 - 2) : disp__t_size(other, 0);
+  int64_t p = d2 > 1 ? disp__t_size(other, d2 - 1) : 1;
   (void)m2;
   int64_t batch[DISP_TENSOR_MAX_DIMS];
   int nb = 0;
-  disp_status st = broadcast_batch(self->sizes, d1 > 2 ? d1 - 2 : 0, other->sizes, d2 > 2 ? d2 - 2 : 0,
+  disp_status st = broadcast_batch(disp__t_sizes(self), d1 > 2 ? d1 - 2 : 0, disp__t_sizes(other), d2 > 2 ? d2 - 2 : 0,
                                    batch, &nb);
   if (st != DISP_OK) return st;
   int64_t bprod = 1;
@@ -489,7 +494,7 @@ disp_status disp__cia_matmul(disp_tensor *self, disp_tensor *other, disp_tensor 
   memcpy(e1, batch, sizeof(int64_t) * (size_t)nb);
   memcpy(e2, batch, sizeof(int64_t) * (size_t)nb);
   e1[nb] = n, e1[nb + 1] = m1;
-  e2[nb] = d2 > 1 ? other->sizes[d2 - 2] : other->sizes[0], e2[nb + 1] = p;
+  e2[nb] = d2 > 1 ? disp__t_size(other, d2 - 2) : disp__t_size(other, 0), e2[nb + 1] = p;
   int64_t f1[3] = {bprod, n, m1}, f2[3] = {bprod, e2[nb], p};
 
   disp_tensor *t1 = NULL, *t2 = NULL;
@@ -531,21 +536,21 @@ disp_status disp__cia_linear(disp_tensor *input, disp_tensor *weight, disp_tenso
   disp_tensor *wt = NULL, *r = NULL;
   disp_status st = disp_aten_t(weight, &wt);
   if (st != DISP_OK) return st;
-  if (input->ndim == 2 && bias) {
+  if (disp__t_ndim(input) == 2 && bias) {
     st = disp_aten_addmm(bias, input, wt, disp_scalar_int(1), disp_scalar_int(1), out0);
     disp_tensor_release(wt);
     return st;
   }
-  if (input->ndim == 3 && bias && input->is_contiguous) {
+  if (disp__t_ndim(input) == 3 && bias && disp__t_is_contiguous(input)) {
     /* 1.13's _flatten_3d_linear: one addmm over (N*M, K), viewed back */
-    int64_t flat[2] = {input->sizes[0] * input->sizes[1], input->sizes[2]};
+    int64_t flat[2] = {disp__t_size(input, 0) * disp__t_size(input, 1), disp__t_size(input, 2)};
     disp_tensor *x = NULL;
     st = disp_aten_view(input, ilist(flat, 2), &x);
     if (st == DISP_OK) st = disp_aten_addmm(bias, x, wt, disp_scalar_int(1), disp_scalar_int(1), &r);
     disp_tensor_release(x);
     disp_tensor_release(wt);
     if (st != DISP_OK) return st;
-    int64_t osz[3] = {input->sizes[0], input->sizes[1], r->sizes[1]};
+    int64_t osz[3] = {disp__t_size(input, 0), disp__t_size(input, 1), disp__t_size(r, 1)};
     st = disp_aten_view(r, ilist(osz, 3), out0);
     disp_tensor_release(r);
     return st;

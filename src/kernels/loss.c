@@ -96,22 +96,23 @@ static disp_status mse_backward_impl(disp_tensor *grad_output, disp_tensor *self
    * its zeros_like(self) output): no promotion. */
   disp_tensor *operands[2] = {target, grad_output};
   for (int k = 0; k < 2; k++)
-    if (operands[k]->dtype != self->dtype)
-      return disp_set_error(DISP_ERR_TYPE, "Found dtype %s but expected %s", disp_dtype_torch_name(operands[k]->dtype),
-                            disp_dtype_torch_name(self->dtype));
-  disp_dtype common = self->dtype;
+    if (disp__t_dtype(operands[k]) != disp__t_dtype(self))
+      return disp_set_error(DISP_ERR_TYPE, "Found dtype %s but expected %s",
+                            disp_dtype_torch_name(disp__t_dtype(operands[k])),
+                            disp_dtype_torch_name(disp__t_dtype(self)));
+  disp_dtype common = disp__t_dtype(self);
   disp_titer_consts c;
-  c.d[0] = reduction == RED_MEAN ? 2.0 / (double)self->numel : 2.0;
+  c.d[0] = reduction == RED_MEAN ? 2.0 / (double)disp__t_numel(self) : 2.0;
   /* An empty self makes the mean's factor inf; the result is empty then,
    * but converting inf to an integer is undefined. */
-  c.i[0] = self->numel ? (int64_t)c.d[0] : 0;
+  c.i[0] = disp__t_numel(self) ? (int64_t)c.d[0] : 0;
   disp_tensor *ins[3] = {self, target, grad_output}, *out;
   /* PyTorch writes into a contiguous zeros_like(self) */
   int64_t shape[DISP_TITER_MAX_DIMS];
   int nd;
   disp_status st = disp__titer_broadcast("mse_loss_backward", ins, 3, shape, &nd);
   if (st != DISP_OK) return st;
-  if ((st = disp_tensor_empty(shape, nd, common, self->device, &out)) != DISP_OK) return st;
+  if ((st = disp_tensor_empty(shape, nd, common, disp__t_device(self), &out)) != DISP_OK) return st;
   st = disp__pointwise("mse_loss_backward", "mse_backward_cpu_out", DISP_PW_OUT, out, ins, 3, common, common,
                        mse_bwd_loops, &c, out0);
   disp_tensor_release(out);
@@ -124,54 +125,52 @@ disp_status disp__cpu_mse_loss_backward(disp_tensor *grad_output, disp_tensor *s
 
 /* ---- nll_loss ----------------------------------------------------------------- */
 
-static char *data_of(const disp_tensor *t) {
-  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
-  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
-}
+static char *data_of(const disp_tensor *t) { return disp__t_data(t); }
 
 static void format_sizes(char *buf, size_t n, const disp_tensor *t) {
   size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < t->ndim && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
+  for (int i = 0; i < disp__t_ndim(t) && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)disp__t_size(t, i));
   if (k < n) snprintf(buf + k, n - k, "]");
 }
 
 /* PyTorch's data_ptr<scalar_t>() check: t must have self's dtype. */
 static disp_status same_elem_type(const disp_tensor *self, const disp_tensor *t) {
-  if (t->dtype == self->dtype) return DISP_OK;
-  return disp_set_error(DISP_ERR_TYPE, "expected scalar type %s but found %s", disp_dtype_torch_name(self->dtype),
-                        disp_dtype_torch_name(t->dtype));
+  if (disp__t_dtype(t) == disp__t_dtype(self)) return DISP_OK;
+  return disp_set_error(DISP_ERR_TYPE, "expected scalar type %s but found %s",
+                        disp_dtype_torch_name(disp__t_dtype(self)), disp_dtype_torch_name(disp__t_dtype(t)));
 }
 
 /* The checks both nll kernels share; *batch is N (1 without a batch dim). */
 static disp_status nll_check(const char *op, const disp_tensor *self, const disp_tensor *target,
                              const disp_tensor *weight, int64_t reduction, int64_t *batch, int64_t *classes) {
   (void)op; /* the dispatcher prefixes the operator's name to messages */
-  if (self->ndim < 1 || self->ndim > 2)
+  if (disp__t_ndim(self) < 1 || disp__t_ndim(self) > 2)
     return disp_set_error(DISP_ERR_INVALID_ARG, "input tensor should be 1D or 2D");
-  if (target->ndim > 1)
+  if (disp__t_ndim(target) > 1)
     return disp_set_error(DISP_ERR_INVALID_ARG, "0D or 1D target tensor expected, multi-target not supported");
-  int no_batch = self->ndim == 1 && target->ndim == 0;
-  if (!no_batch && self->sizes[0] != target->sizes[0]) {
+  int no_batch = disp__t_ndim(self) == 1 && disp__t_ndim(target) == 0;
+  if (!no_batch && disp__t_size(self, 0) != disp__t_size(target, 0)) {
     char a[128], b[128];
     format_sizes(a, sizeof a, self);
     format_sizes(b, sizeof b, target);
     return disp_set_error(DISP_ERR_INVALID_ARG, "size mismatch (got input: %s, target: %s)", a, b);
   }
-  int64_t nc = self->sizes[self->ndim - 1];
-  if (weight && (weight->ndim != 1 || weight->numel != nc)) {
+  int64_t nc = disp__t_size(self, disp__t_ndim(self) - 1);
+  if (weight && (disp__t_ndim(weight) != 1 || disp__t_numel(weight) != nc)) {
     char a[128];
     format_sizes(a, sizeof a, weight);
     return disp_set_error(DISP_ERR_INVALID_ARG,
                           "weight tensor should be defined either for all %lld classes or no classes but got "
                           "weight tensor of shape: %s", (long long)nc, a);
   }
-  if (target->dtype != DISP_DTYPE_INT64 && target->dtype != DISP_DTYPE_UINT8)
+  if (disp__t_dtype(target) != DISP_DTYPE_INT64 && disp__t_dtype(target) != DISP_DTYPE_UINT8)
     return disp_set_error(DISP_ERR_TYPE, "expected scalar type Long but found %s",
-                          disp_dtype_torch_name(target->dtype));
-  if (self->dtype != DISP_DTYPE_FLOAT32 && self->dtype != DISP_DTYPE_FLOAT64 && self->dtype != DISP_DTYPE_BFLOAT16)
+                          disp_dtype_torch_name(disp__t_dtype(target)));
+  if (disp__t_dtype(self) != DISP_DTYPE_FLOAT32 && disp__t_dtype(self) != DISP_DTYPE_FLOAT64 &&
+      disp__t_dtype(self) != DISP_DTYPE_BFLOAT16)
     return disp_set_error(DISP_ERR_TYPE, "\"nll_loss_out_frame\" not implemented for '%s'",
-                          disp_dtype_torch_name(self->dtype));
+                          disp_dtype_torch_name(disp__t_dtype(self)));
   /* the kernels read weight (and the backward's total_weight and
    * grad_output) as self's element type */
   if (weight) {
@@ -181,23 +180,25 @@ static disp_status nll_check(const char *op, const disp_tensor *self, const disp
   if (reduction < 0 || reduction > 2)
     return disp_set_error(DISP_ERR_INVALID_ARG, "%lld is not a valid value for reduction",
                           (long long)reduction);
-  *batch = self->ndim == 1 ? 1 : self->sizes[0];
+  *batch = disp__t_ndim(self) == 1 ? 1 : disp__t_size(self, 0);
   *classes = nc;
   return DISP_OK;
 }
 
 /* Element accessors over any strides. */
 static double at1(const disp_tensor *t, int64_t i) {
-  return disp__load_double(data_of(t) + (t->ndim ? i * t->strides[0] : 0) * (int64_t)disp_dtype_itemsize(t->dtype),
-                           t->dtype);
+  return disp__load_double(
+      data_of(t) + (disp__t_ndim(t) ? i * disp__t_stride(t, 0) : 0) * (int64_t)disp_dtype_itemsize(disp__t_dtype(t)),
+      disp__t_dtype(t));
 }
 static int64_t target_at(const disp_tensor *t, int64_t i) {
-  return disp__load_int64(data_of(t) + (t->ndim ? i * t->strides[0] : 0) * (int64_t)disp_dtype_itemsize(t->dtype),
-                          t->dtype);
+  return disp__load_int64(
+      data_of(t) + (disp__t_ndim(t) ? i * disp__t_stride(t, 0) : 0) * (int64_t)disp_dtype_itemsize(disp__t_dtype(t)),
+      disp__t_dtype(t));
 }
 static double input_at(const disp_tensor *x, int64_t i, int64_t c) {
-  int64_t off = x->ndim == 1 ? c * x->strides[0] : i * x->strides[0] + c * x->strides[1];
-  return disp__load_double(data_of(x) + off * (int64_t)disp_dtype_itemsize(x->dtype), x->dtype);
+  int64_t off = disp__t_ndim(x) == 1 ? c * disp__t_stride(x, 0) : i * disp__t_stride(x, 0) + c * disp__t_stride(x, 1);
+  return disp__load_double(data_of(x) + off * (int64_t)disp_dtype_itemsize(disp__t_dtype(x)), disp__t_dtype(x));
 }
 
 /* Note [Deterministic loss sums]: nll_loss sums its samples in blocks of
@@ -239,7 +240,7 @@ static void nll_blocks(int64_t lo, int64_t hi, void *arg) {
         total += w;
       }
       disp_tensor *o = j->per_sample;
-      if (o) disp__store_double(data_of(o) + i * (int64_t)disp_dtype_itemsize(o->dtype), o->dtype, v);
+      if (o) disp__store_double(data_of(o) + i * (int64_t)disp_dtype_itemsize(disp__t_dtype(o)), disp__t_dtype(o), v);
       sum += v;
     }
     j->sums[b] = sum;
@@ -274,11 +275,11 @@ static disp_status nll_fwd(disp_tensor *self, disp_tensor *target, disp_tensor *
   int64_t n = 0, nc = 0;
   disp_status st = nll_check(op, self, target, weight, reduction, &n, &nc);
   if (st != DISP_OK) return st;
-  int per_sample = reduction == RED_NONE && self->ndim == 2;
+  int per_sample = reduction == RED_NONE && disp__t_ndim(self) == 2;
   disp_tensor *out = NULL, *tw = NULL;
-  st = disp_tensor_empty(&n, per_sample ? 1 : 0, self->dtype, self->device, &out);
-  if (st == DISP_OK) st = disp_tensor_empty(NULL, 0, self->dtype, self->device, &tw);
-  if (st != DISP_OK || self->device.type != DISP_BACKEND_CPU) goto done;
+  st = disp_tensor_empty(&n, per_sample ? 1 : 0, disp__t_dtype(self), disp__t_device(self), &out);
+  if (st == DISP_OK) st = disp_tensor_empty(NULL, 0, disp__t_dtype(self), disp__t_device(self), &tw);
+  if (st != DISP_OK || disp__t_device_type(self) != DISP_BACKEND_CPU) goto done;
   double total = 0, sum = 0;
   if ((st = nll_sum(self, target, weight, ignore_index, per_sample ? out : NULL, nc, n, &sum, &total)) != DISP_OK)
     goto done;
@@ -286,9 +287,9 @@ static disp_status nll_fwd(disp_tensor *self, disp_tensor *target, disp_tensor *
     total = 0;
   } else {
     if (reduction == RED_MEAN) sum /= total;
-    disp__store_double(data_of(out), out->dtype, sum);
+    disp__store_double(data_of(out), disp__t_dtype(out), sum);
   }
-  disp__store_double(data_of(tw), tw->dtype, total);
+  disp__store_double(data_of(tw), disp__t_dtype(tw), total);
 done:
   if (st != DISP_OK) {
     disp_tensor_release(out);
@@ -317,7 +318,7 @@ typedef struct nll_grad_job {
 
 static void nll_grad_rows(int64_t lo, int64_t hi, void *arg) {
   nll_grad_job *j = arg;
-  int64_t isz = (int64_t)disp_dtype_itemsize(j->out->dtype);
+  int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(j->out));
   for (int64_t i = lo; i < hi; i++) {
     int64_t t = target_at(j->target, i);
     if (t == j->ignore_index) continue;
@@ -327,7 +328,7 @@ static void nll_grad_rows(int64_t lo, int64_t hi, void *arg) {
     }
     double w = j->weight ? at1(j->weight, t) : 1.0;
     double gi = j->per_sample ? at1(j->grad_output, i) : j->g;
-    disp__store_double(data_of(j->out) + (i * j->nc + t) * isz, j->out->dtype, -w * gi);
+    disp__store_double(data_of(j->out) + (i * j->nc + t) * isz, disp__t_dtype(j->out), -w * gi);
   }
 }
 
@@ -337,26 +338,31 @@ static disp_status nll_bwd(disp_tensor *grad_output, disp_tensor *self, disp_ten
   int64_t n = 0, nc = 0;
   disp_status st = nll_check(op, self, target, weight, reduction, &n, &nc);
   if (st != DISP_OK) return st;
-  if (total_weight->numel != 1)
+  if (disp__t_numel(total_weight) != 1)
     return disp_set_error(DISP_ERR_INVALID_ARG, "expected total_weight to be a single element tensor, got: %lld "
-                                                "elements", (long long)total_weight->numel);
-  int per_sample = reduction == RED_NONE && self->ndim == 2;
-  if (per_sample && (grad_output->ndim != 1 || grad_output->sizes[0] != n))
-    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected a tensor of dimension 1 and tensor.size[0] == %lld but "
-                                                "got: dimension %d and tensor.size[0] == %lld", (long long)n,
-                          grad_output->ndim, (long long)(grad_output->ndim ? grad_output->sizes[0] : 1));
-  if (!per_sample && grad_output->numel != 1)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected a single element grad_output tensor, but got: %lld", (long long)grad_output->numel);
+                                                "elements", (long long)disp__t_numel(total_weight));
+  int per_sample = reduction == RED_NONE && disp__t_ndim(self) == 2;
+  if (per_sample && (disp__t_ndim(grad_output) != 1 || disp__t_size(grad_output, 0) != n))
+    return disp_set_error(DISP_ERR_INVALID_ARG,
+                          "Expected a tensor of dimension 1 and tensor.size[0] == %lld but "
+                          "got: dimension %d and tensor.size[0] == %lld",
+                          (long long)n, disp__t_ndim(grad_output),
+                          (long long)(disp__t_ndim(grad_output) ? disp__t_size(grad_output, 0) : 1));
+  if (!per_sample && disp__t_numel(grad_output) != 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected a single element grad_output tensor, but got: %lld",
+                          (long long)disp__t_numel(grad_output));
   if (!per_sample && (st = same_elem_type(self, total_weight)) != DISP_OK) return st;
   if ((st = same_elem_type(self, grad_output)) != DISP_OK) return st;
   disp_tensor *out;
-  if ((st = disp_tensor_empty(self->sizes, self->ndim, self->dtype, self->device, &out)) != DISP_OK) return st;
-  if (self->device.type != DISP_BACKEND_CPU) {
+  if ((st = disp_tensor_empty(disp__t_sizes(self), disp__t_ndim(self), disp__t_dtype(self), disp__t_device(self),
+                              &out)) != DISP_OK)
+    return st;
+  if (disp__t_device_type(self) != DISP_BACKEND_CPU) {
     *out0 = out;
     return DISP_OK;
   }
-  size_t isz = disp_dtype_itemsize(out->dtype);
-  if (out->numel > 0) memset(data_of(out), 0, (size_t)out->numel * isz);
+  size_t isz = disp_dtype_itemsize(disp__t_dtype(out));
+  if (disp__t_numel(out) > 0) memset(data_of(out), 0, (size_t)disp__t_numel(out) * isz);
   double g = per_sample ? 0 : at1(grad_output, 0);
   if (reduction == RED_MEAN) g /= at1(total_weight, 0);
   nll_grad_job j = {target, weight, grad_output, out, ignore_index, nc, per_sample, g, INT64_MAX};
@@ -405,28 +411,28 @@ static void release_all(temps *tp) {
  * loss and the total weight. */
 static disp_status nll_nd(temps *tp, disp_tensor *x, disp_tensor *target, disp_tensor *weight, int64_t reduction,
                           int64_t ignore_index, disp_tensor **loss, disp_tensor **total) {
-  if (x->ndim < 1)
-    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected 1 or more dimensions (got %d)", x->ndim);
-  if (x->ndim != 1 && (target->ndim < 1 || x->sizes[0] != target->sizes[0]))
+  if (disp__t_ndim(x) < 1)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "Expected 1 or more dimensions (got %d)", disp__t_ndim(x));
+  if (disp__t_ndim(x) != 1 && (disp__t_ndim(target) < 1 || disp__t_size(x, 0) != disp__t_size(target, 0)))
     return disp_set_error(DISP_ERR_INVALID_ARG, "Expected input batch_size (%lld) to match target batch_size "
-                                                "(%lld).", (long long)x->sizes[0],
-                          (long long)(target->ndim ? target->sizes[0] : 1));
+                                                "(%lld).", (long long)disp__t_size(x, 0),
+                          (long long)(disp__t_ndim(target) ? disp__t_size(target, 0) : 1));
   disp_status st;
-  if (x->ndim <= 2) {
+  if (disp__t_ndim(x) <= 2) {
     if ((st = disp_aten_nll_loss_forward(x, target, weight, reduction, ignore_index, loss, total)) != DISP_OK)
       return st;
     keep(tp, *loss);
     keep(tp, *total);
     return DISP_OK;
   }
-  int nd = x->ndim;
-  int ok = target->ndim == nd - 1;
-  for (int i = 1; ok && i < nd - 1; i++) ok = target->sizes[i] == x->sizes[i + 1];
+  int nd = disp__t_ndim(x);
+  int ok = disp__t_ndim(target) == nd - 1;
+  for (int i = 1; ok && i < nd - 1; i++) ok = disp__t_size(target, i) == disp__t_size(x, i + 1);
   if (!ok) {
     char a[128], b[128];
     int64_t want[DISP_TITER_MAX_DIMS];
-    want[0] = x->sizes[0];
-    for (int i = 2; i < nd; i++) want[i - 1] = x->sizes[i];
+    want[0] = disp__t_size(x, 0);
+    for (int i = 2; i < nd; i++) want[i - 1] = disp__t_size(x, i);
     size_t k = (size_t)snprintf(a, sizeof a, "[");
     for (int i = 0; i < nd - 1 && k < sizeof a; i++)
       k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", i ? ", " : "", (long long)want[i]);
@@ -434,7 +440,7 @@ static disp_status nll_nd(temps *tp, disp_tensor *x, disp_tensor *target, disp_t
     format_sizes(b, sizeof b, target);
     return disp_set_error(DISP_ERR_INVALID_ARG, "Expected target size %s, got %s", a, b);
   }
-  int64_t perm[DISP_TITER_MAX_DIMS], flat2[2] = {-1, x->sizes[1]}, flat1[1] = {-1};
+  int64_t perm[DISP_TITER_MAX_DIMS], flat2[2] = {-1, disp__t_size(x, 1)}, flat1[1] = {-1};
   perm[0] = 0;
   for (int i = 2; i < nd; i++) perm[i - 1] = i;
   perm[nd - 1] = 1;
@@ -449,7 +455,9 @@ static disp_status nll_nd(temps *tp, disp_tensor *x, disp_tensor *target, disp_t
   keep(tp, l);
   keep(tp, *total);
   if (reduction == RED_NONE) {
-    if ((st = disp_aten_reshape(l, (disp_int_list){target->sizes, (size_t)target->ndim}, &l)) != DISP_OK) return st;
+    if ((st = disp_aten_reshape(l, (disp_int_list){disp__t_sizes(target), (size_t)disp__t_ndim(target)}, &l)) !=
+        DISP_OK)
+      return st;
     keep(tp, l);
   }
   *loss = l;
@@ -459,8 +467,8 @@ static disp_status nll_nd(temps *tp, disp_tensor *x, disp_tensor *target, disp_t
 /* weight viewed as (1, C, 1, ...) against x (C at class_dim) */
 static disp_status weight_view(temps *tp, disp_tensor *weight, const disp_tensor *x, int class_dim, disp_tensor **out) {
   int64_t shape[DISP_TITER_MAX_DIMS];
-  for (int i = 0; i < x->ndim; i++) shape[i] = i == class_dim ? weight->numel : 1;
-  disp_status st = disp_aten_view(weight, (disp_int_list){shape, (size_t)x->ndim}, out);
+  for (int i = 0; i < disp__t_ndim(x); i++) shape[i] = i == class_dim ? disp__t_numel(weight) : 1;
+  disp_status st = disp_aten_view(weight, (disp_int_list){shape, (size_t)disp__t_ndim(x)}, out);
   if (st == DISP_OK) keep(tp, *out);
   return st;
 }
@@ -472,7 +480,8 @@ static disp_status weight_view(temps *tp, disp_tensor *weight, const disp_tensor
 #define T(var) keep(&tp, var)
 
 static int same_shape(const disp_tensor *a, const disp_tensor *b) {
-  return a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim);
+  return disp__t_ndim(a) == disp__t_ndim(b) &&
+         !memcmp(disp__t_sizes(a), disp__t_sizes(b), sizeof(int64_t) * (size_t)disp__t_ndim(a));
 }
 
 disp_status disp__cia_cross_entropy_loss(disp_tensor *self, disp_tensor *target, disp_tensor *weight,
@@ -480,7 +489,7 @@ disp_status disp__cia_cross_entropy_loss(disp_tensor *self, disp_tensor *target,
                                          disp_tensor **out0) {
   temps tp = {{0}, 0};
   disp_status st = DISP_OK;
-  int cd = self->ndim == 1 ? 0 : 1;
+  int cd = disp__t_ndim(self) == 1 ? 0 : 1;
   int64_t cdim = cd;
   disp_opt_int_list cdl = {{&cdim, 1}, true};
   disp_tensor *x, *r = NULL, *a, *b, *wv = NULL;
@@ -489,16 +498,16 @@ disp_status disp__cia_cross_entropy_loss(disp_tensor *self, disp_tensor *target,
                           label_smoothing);
   int soft = same_shape(self, target);
   if (soft) {
-    if (!disp_dtype_is_floating(target->dtype))
+    if (!disp_dtype_is_floating(disp__t_dtype(target)))
       return disp_set_error(DISP_ERR_TYPE, "Expected floating point type for target with class probabilities, "
-                                           "got %s", disp_dtype_torch_name(target->dtype));
+                                           "got %s", disp_dtype_torch_name(disp__t_dtype(target)));
     if (ignore_index >= 0)
       return disp_set_error(DISP_ERR_INVALID_ARG, "ignore_index is not supported for floating point target");
   }
-  if (self->ndim < 1)
+  if (disp__t_ndim(self) < 1)
     return disp_set_error(DISP_ERR_INVALID_ARG, "Expected 1 or more dimensions (got 0)");
-  int64_t nc = self->sizes[cd];
-  TRY(disp_aten_log_softmax_int(self, cd, (int32_t)self->dtype, &x));
+  int64_t nc = disp__t_size(self, cd);
+  TRY(disp_aten_log_softmax_int(self, cd, (int32_t)disp__t_dtype(self), &x));
   T(x);
   if (weight) TRY(weight_view(&tp, weight, x, cd, &wv));
   if (soft) {
@@ -531,7 +540,7 @@ disp_status disp__cia_cross_entropy_loss(disp_tensor *self, disp_tensor *target,
       TRY(disp_aten_neg(b, &a));
       T(a);
       if (reduction == RED_SUM) r = disp_tensor_retain(a);
-      else TRY(disp_aten_div_Scalar(a, disp_scalar_int(nc ? self->numel / nc : 0), &r));
+      else TRY(disp_aten_div_Scalar(a, disp_scalar_int(nc ? disp__t_numel(self) / nc : 0), &r));
     }
     goto done;
   }

@@ -117,7 +117,7 @@ static disp_status pool_geometry(const char *op, disp_tensor *self, disp_int_lis
   if (st == DISP_OK)
     st = pair("dilation must be either a single int, or a tuple of two ints", dilation, 0, 1, 1, &g->dh, &g->dw);
   if (st != DISP_OK) return st;
-  int nd = self->ndim;
+  int nd = disp__t_ndim(self);
   if (nd != 3 && nd != 4)
     return FAIL("%s: non-empty 3D or 4D (batch mode) tensor expected for input", op);
   if (g->kh <= 0 || g->kw <= 0)
@@ -130,7 +130,7 @@ static disp_status pool_geometry(const char *op, disp_tensor *self, disp_int_lis
     return FAIL("%s: dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
                 (long long)g->dh, (long long)g->dw);
   for (int d = nd == 4 ? 1 : 0; d < nd; d++)
-    if (self->sizes[d] == 0)
+    if (disp__t_size(self, d) == 0)
       return FAIL("%s: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
                   "but got a tensor with a zero-size non-batch dimension", op);
   if (g->pw > g->kw / 2 || g->ph > g->kh / 2) {
@@ -139,10 +139,10 @@ static disp_status pool_geometry(const char *op, disp_tensor *self, disp_int_lis
                 (long long)(w ? g->pw : g->ph), (long long)(w ? g->kw : g->kh));
   }
   g->batched = nd == 4;
-  g->nbatch = nd == 4 ? self->sizes[0] : 1;
-  g->planes = self->sizes[nd - 3];
-  g->ih = self->sizes[nd - 2];
-  g->iw = self->sizes[nd - 1];
+  g->nbatch = nd == 4 ? disp__t_size(self, 0) : 1;
+  g->planes = disp__t_size(self, nd - 3);
+  g->ih = disp__t_size(self, nd - 2);
+  g->iw = disp__t_size(self, nd - 1);
   disp__conv_i128 oh = pool_out(g->ih, g->kh, g->ph, g->sh, g->dh, ceil_mode);
   disp__conv_i128 ow = pool_out(g->iw, g->kw, g->pw, g->sw, g->dw, ceil_mode);
   if (oh < 1 || ow < 1) {
@@ -175,9 +175,9 @@ static disp_status alloc_outs(const pool_geom *g, disp_tensor *self, disp_tensor
   int64_t sz[4];
   int nd;
   out_sizes(g, sz, &nd);
-  disp_status st = disp__conv_empty(sz, nd, self->dtype, self->device, g->cl, out);
+  disp_status st = disp__conv_empty(sz, nd, disp__t_dtype(self), disp__t_device(self), g->cl, out);
   if (st != DISP_OK) return st;
-  st = disp__conv_empty(sz, nd, DISP_DTYPE_INT64, self->device, g->cl, idx);
+  st = disp__conv_empty(sz, nd, DISP_DTYPE_INT64, disp__t_device(self), g->cl, idx);
   if (st != DISP_OK) {
     disp_tensor_release(*out);
     *out = NULL;
@@ -262,11 +262,11 @@ disp_status disp__cpu_max_pool2d_with_indices(disp_tensor *self, disp_int_list k
   pool_geom g;
   disp_status st = pool_geometry("max_pool2d_with_indices", self, kernel_size, stride, padding, dilation,
                                  ceil_mode, &g);
-  if (st == DISP_OK) st = check_dtype("max_pool2d_with_indices", self->dtype);
+  if (st == DISP_OK) st = check_dtype("max_pool2d_with_indices", disp__t_dtype(self));
   if (st != DISP_OK) return st;
   disp_tensor *out, *idx;
   if ((st = alloc_outs(&g, self, &out, &idx)) != DISP_OK) return st;
-  disp_dtype ct = pool_ct(self->dtype);
+  disp_dtype ct = pool_ct(disp__t_dtype(self));
   void *xo = NULL, *yo = NULL, *io = NULL;
   const void *x = disp__conv_view_as(self, ct, &xo);
   void *y = disp__conv_out_as(out, ct, &yo);
@@ -292,22 +292,22 @@ static disp_status backward_geometry(disp_tensor *grad_output, disp_tensor *self
   const char *op = "max_pool2d_with_indices_backward";
   disp_status st = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, g);
   if (st != DISP_OK) return st;
-  int nd = self->ndim;
+  int nd = disp__t_ndim(self);
   const int64_t want[3] = {g->planes, g->oh, g->ow};
   disp_tensor *ts[2] = {grad_output, indices};
   for (int t = 0; t < 2; t++)
     for (int i = 0; i < 3; i++) {
       int d = nd - 3 + i;
-      if (ts[t]->ndim != nd || ts[t]->sizes[d] != want[i])
+      if (disp__t_ndim(ts[t]) != nd || disp__t_size(ts[t], d) != want[i])
         return FAIL("%s: Expected a tensor of dimension %d and tensor.size[%d] == %lld but got: dimension %d "
-                    "and tensor.size[%d] = %lld", op, nd, d, (long long)want[i], ts[t]->ndim, d,
-                    (long long)(d < ts[t]->ndim ? ts[t]->sizes[d] : 0));
+                    "and tensor.size[%d] = %lld", op, nd, d, (long long)want[i], disp__t_ndim(ts[t]), d,
+                    (long long)(d < disp__t_ndim(ts[t]) ? disp__t_size(ts[t], d) : 0));
     }
-  if (indices->dtype != DISP_DTYPE_INT64)
-    return FAIL("%s: expected indices of dtype Long, got %s", op, disp_dtype_torch_name(indices->dtype));
-  if (grad_output->dtype != self->dtype)
-    return FAIL("%s: expected scalar type %s but found %s", op, disp_dtype_torch_name(self->dtype),
-                disp_dtype_torch_name(grad_output->dtype));
+  if (disp__t_dtype(indices) != DISP_DTYPE_INT64)
+    return FAIL("%s: expected indices of dtype Long, got %s", op, disp_dtype_torch_name(disp__t_dtype(indices)));
+  if (disp__t_dtype(grad_output) != disp__t_dtype(self))
+    return FAIL("%s: expected scalar type %s but found %s", op, disp_dtype_torch_name(disp__t_dtype(self)),
+                disp_dtype_torch_name(disp__t_dtype(grad_output)));
   return DISP_OK;
 }
 
@@ -320,7 +320,8 @@ disp_status disp__meta_max_pool2d_with_indices_backward(disp_tensor *grad_output
   disp_status st = backward_geometry(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
                                      indices, &g);
   if (st != DISP_OK) return st;
-  return disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, out0);
+  return disp__conv_empty(disp__t_sizes(self), disp__t_ndim(self), disp__t_dtype(self), disp__t_device(self), g.cl,
+                          out0);
 }
 
 /* Whether float32's kernel-table 2x2 backward applies: 2x2 windows at
@@ -353,12 +354,13 @@ disp_status disp__cpu_max_pool2d_with_indices_backward(disp_tensor *grad_output,
   pool_geom g;
   disp_status st = backward_geometry(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
                                      indices, &g);
-  if (st == DISP_OK) st = check_dtype(op, self->dtype);
+  if (st == DISP_OK) st = check_dtype(op, disp__t_dtype(self));
   if (st != DISP_OK) return st;
   disp_tensor *gi;
-  if ((st = disp__conv_empty(self->sizes, self->ndim, self->dtype, self->device, g.cl, &gi)) != DISP_OK)
+  if ((st = disp__conv_empty(disp__t_sizes(self), disp__t_ndim(self), disp__t_dtype(self), disp__t_device(self), g.cl,
+                             &gi)) != DISP_OK)
     return st;
-  disp_dtype ct = pool_ct(self->dtype);
+  disp_dtype ct = pool_ct(disp__t_dtype(self));
   void *dyo = NULL, *ixo = NULL, *dxo = NULL;
   const void *dy = disp__conv_view_as(grad_output, ct, &dyo);
   const int64_t *ix = disp__conv_view_as(indices, DISP_DTYPE_INT64, &ixo);

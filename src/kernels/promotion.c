@@ -85,11 +85,11 @@ void disp__result_state_init(disp__result_state *s) {
 
 void disp__result_state_tensor(disp__result_state *s, const disp_tensor *t) {
   if (!t) return;
-  int dt = (int)t->dtype;
-  if (t->ndim > 0) s->dim = promote_skip_undefined(s->dim, dt);
+  int dt = (int)disp__t_dtype(t);
+  if (disp__t_ndim(t) > 0) s->dim = promote_skip_undefined(s->dim, dt);
   else if (disp__is_wrapped_number(t)) {
     /* a wrapped float counts as the default dtype, int as int64 */
-    if (disp_dtype_is_floating(t->dtype)) dt = DISP_DTYPE_FLOAT32;
+    if (disp_dtype_is_floating(disp__t_dtype(t))) dt = DISP_DTYPE_FLOAT32;
     s->wrapped = promote_skip_undefined(s->wrapped, dt);
   } else s->zero = promote_skip_undefined(s->zero, dt);
 }
@@ -114,7 +114,7 @@ disp_status disp_result_type(disp_tensor *const *tensors, size_t ntensors, const
   disp__result_state_init(&s);
   for (size_t i = 0; i < ntensors; i++) {
     const disp_tensor *t = tensors[i];
-    if (t && disp_dtype_is_quantized(t->dtype))
+    if (t && disp_dtype_is_quantized(disp__t_dtype(t)))
       return disp_set_error(DISP_ERR_TYPE, "result_type: Promotion for QUInt8 types is not supported");
     disp__result_state_tensor(&s, t);
   }

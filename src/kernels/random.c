@@ -52,27 +52,27 @@ static int dtype_bits(disp_dtype dt) {
 
 /* Writes v(i) to every element of t in row-major order (any strides). */
 static void fill_with(disp_tensor *t, int normal, disp_device from) {
-  if (t->numel == 0) return;
-  disp__rng r = disp__rng_reserve_on(from, (uint64_t)t->numel * (normal ? 2u : 1u));
-  int bits = dtype_bits(t->dtype);
+  if (disp__t_numel(t) == 0) return;
+  disp__rng r = disp__rng_reserve_on(from, (uint64_t)disp__t_numel(t) * (normal ? 2u : 1u));
+  int bits = dtype_bits(disp__t_dtype(t));
   char *base = disp_tensor_data_ptr(t);
-  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
+  int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(t));
   int64_t idx[DISP_TENSOR_MAX_DIMS] = {0}, off = 0;
-  for (int64_t i = 0; i < t->numel; i++) {
-    disp__store_f64(base + off * isz, t->dtype, normal ? disp__rng_normal(&r) : disp__rng_uniform(&r, bits));
-    for (int d = t->ndim - 1; d >= 0; d--) {
-      if (++idx[d] < t->sizes[d]) {
-        off += t->strides[d];
+  for (int64_t i = 0; i < disp__t_numel(t); i++) {
+    disp__store_f64(base + off * isz, disp__t_dtype(t), normal ? disp__rng_normal(&r) : disp__rng_uniform(&r, bits));
+    for (int d = disp__t_ndim(t) - 1; d >= 0; d--) {
+      if (++idx[d] < disp__t_size(t, d)) {
+        off += disp__t_stride(t, d);
         break;
       }
-      off -= t->strides[d] * (idx[d] - 1);
+      off -= disp__t_stride(t, d) * (idx[d] - 1);
       idx[d] = 0;
     }
   }
 }
 
-void disp__fill_uniform(disp_tensor *t) { fill_with(t, 0, t->device); }
-void disp__fill_normal(disp_tensor *t) { fill_with(t, 1, t->device); }
+void disp__fill_uniform(disp_tensor *t) { fill_with(t, 0, disp__t_device(t)); }
+void disp__fill_normal(disp_tensor *t) { fill_with(t, 1, disp__t_device(t)); }
 
 static disp_status random_factory(const char *op, const char *kname, int normal, disp_int_list size,
                                   int32_t dtype, int32_t layout, disp_opt_device device, disp_tensor **out0) {

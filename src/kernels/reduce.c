@@ -81,20 +81,18 @@ static void max_i_loop(char **d, const int64_t *s, int64_t n, const void *ctx) {
   }
 }
 
-static char *data_of(const disp_tensor *t) {
-  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
-  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
-}
+static char *data_of(const disp_tensor *t) { return disp__t_data(t); }
 
 static void input_strides(const disp_tensor *t, int64_t *s) {
-  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
-  for (int i = 0; i < t->ndim; i++) s[i] = t->strides[i] * isz;
+  int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(t));
+  for (int i = 0; i < disp__t_ndim(t); i++) s[i] = disp__t_stride(t, i) * isz;
 }
 
 /* A zero-filled accumulator of the result's element count. */
 static disp_status new_acc(const int64_t *shape, int nd, disp_dtype dt, disp_tensor **out) {
   disp_status st = disp_tensor_empty(shape, nd, dt, disp_device_make(DISP_BACKEND_CPU, -1), out);
-  if (st == DISP_OK && (*out)->numel > 0) memset((*out)->storage->data, 0, (size_t)(*out)->numel * 8);
+  if (st == DISP_OK && disp__t_numel(*out) > 0)
+    memset(disp__storage_data(disp__t_storage(*out)), 0, (size_t)disp__t_numel(*out) * 8);
   return st;
 }
 
@@ -172,15 +170,15 @@ static void sum_f32_rows(const float *in, float *out, int64_t rows, int64_t len,
  * kept one (size-1 dims aside): the result's elements are then sums of
  * contiguous rows, *rows of *len. */
 static int f32_rows(const disp_tensor *self, uint64_t mask, int64_t *rows, int64_t *len) {
-  if (self->dtype != DISP_DTYPE_FLOAT32 || !disp_tensor_is_contiguous(self)) return 0;
+  if (disp__t_dtype(self) != DISP_DTYPE_FLOAT32 || !disp_tensor_is_contiguous(self)) return 0;
   int seen_reduced = 0;
   *rows = *len = 1;
-  for (int i = 0; i < self->ndim; i++) {
+  for (int i = 0; i < disp__t_ndim(self); i++) {
     int red = (mask >> i) & 1;
-    if (self->sizes[i] == 1) continue;
+    if (disp__t_size(self, i) == 1) continue;
     if (!red && seen_reduced) return 0;
     seen_reduced |= red;
-    *(red ? len : rows) *= self->sizes[i];
+    *(red ? len : rows) *= disp__t_size(self, i);
   }
   return 1;
 }
@@ -189,8 +187,8 @@ static int f32_rows(const disp_tensor *self, uint64_t mask, int64_t *rows, int64
 
 disp_dtype disp__sum_dtype(const disp_tensor *self, int32_t dtype, int is_mean) {
   if (dtype >= 0) return (disp_dtype)dtype;
-  if (!is_mean && disp_dtype_is_integral(self->dtype, 1)) return DISP_DTYPE_INT64;
-  return self->dtype;
+  if (!is_mean && disp_dtype_is_integral(disp__t_dtype(self), 1)) return DISP_DTYPE_INT64;
+  return disp__t_dtype(self);
 }
 
 static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp_opt_int_list dim, bool keepdim,
@@ -209,15 +207,15 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
   disp_status st = disp__reduce_shape(op, self, dims, ndims, keepdim, &mask, shape, &nd);
   if (st != DISP_OK) return st;
   disp_tensor *out;
-  if ((st = disp_tensor_empty(shape, nd, out_dt, self->device, &out)) != DISP_OK) return st;
-  if (self->device.type != DISP_BACKEND_CPU) {
+  if ((st = disp_tensor_empty(shape, nd, out_dt, disp__t_device(self), &out)) != DISP_OK) return st;
+  if (disp__t_device_type(self) != DISP_BACKEND_CPU) {
     *out0 = out;
     return DISP_OK;
   }
   /* With dtype= 1.13 converts every element to it first (self.to(dtype)),
    * then reduces: sum(x, dtype=int8) truncates each float. */
   disp_tensor *conv = NULL;
-  if (dtype >= 0 && out_dt != self->dtype) {
+  if (dtype >= 0 && out_dt != disp__t_dtype(self)) {
     if ((st = disp__titer_contiguous_as(self, out_dt, &conv)) != DISP_OK) {
       disp_tensor_release(out);
       return st;
@@ -227,33 +225,33 @@ static disp_status sum_mean(const char *op, int is_mean, disp_tensor *self, disp
   /* the accumulator has the result's kept dims (no keepdim ones) */
   disp__reduce_shape(op, self, dims, ndims, false, &mask, nshape, &nnd);
   int64_t rows, len;
-  if (out_dt == DISP_DTYPE_FLOAT32 && out->numel > 0 && f32_rows(self, mask, &rows, &len)) {
+  if (out_dt == DISP_DTYPE_FLOAT32 && disp__t_numel(out) > 0 && f32_rows(self, mask, &rows, &len)) {
     sum_f32_rows(len ? (const float *)data_of(self) : NULL, (float *)data_of(out), rows, len, is_mean);
     disp_tensor_release(conv);
     *out0 = out;
     return DISP_OK;
   }
-  int fl = disp_dtype_is_floating(out_dt) || disp_dtype_is_floating(self->dtype);
+  int fl = disp_dtype_is_floating(out_dt) || disp_dtype_is_floating(disp__t_dtype(self));
   disp_tensor *acc;
   if ((st = new_acc(nshape, nnd, fl ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_INT64, &acc)) != DISP_OK) {
     disp_tensor_release(conv);
     disp_tensor_release(out);
     return st;
   }
-  int n = self->ndim;
+  int n = disp__t_ndim(self);
   int64_t strides[2 * DISP_TITER_MAX_DIMS];
   disp__reduce_acc_strides(self, mask, 8, strides);
   input_strides(self, strides + n);
   char *data[2] = {data_of(acc), data_of(self)};
-  red_ctx c = {self->dtype};
-  disp_titer_loop loop = !fl ? sum_i_loop : self->dtype == DISP_DTYPE_FLOAT32 ? sum_f32_in_loop : sum_f_loop;
-  disp__titer_loop_raw(2, data, strides, self->sizes, n, loop, &c);
+  red_ctx c = {disp__t_dtype(self)};
+  disp_titer_loop loop = !fl ? sum_i_loop : disp__t_dtype(self) == DISP_DTYPE_FLOAT32 ? sum_f32_in_loop : sum_f_loop;
+  disp__titer_loop_raw(2, data, strides, disp__t_sizes(self), n, loop, &c);
   if (is_mean) {
     int64_t count = 1;
     for (int i = 0; i < n; i++)
-      if (mask & ((uint64_t)1 << i)) count *= self->sizes[i];
-    double *a = (double *)acc->storage->data;
-    for (int64_t i = 0; i < acc->numel; i++) a[i] /= (double)count;
+      if (mask & ((uint64_t)1 << i)) count *= disp__t_size(self, i);
+    double *a = (double *)disp__storage_data(disp__t_storage(acc));
+    for (int64_t i = 0; i < disp__t_numel(acc); i++) a[i] /= (double)count;
   }
   /* same element order: copy through a view of out with the acc's shape */
   disp_tensor *ov;
@@ -296,39 +294,39 @@ disp_status disp__cea_mean(disp_tensor *self, int32_t dtype, disp_tensor **out0)
  * indices (int64, position along the single reduced dim `idim`). */
 static disp_status max_reduce(const char *op, disp_tensor *self, uint64_t mask, int idim, bool keepdim,
                               disp_tensor **values, disp_tensor **indices) {
-  int n = self->ndim;
+  int n = disp__t_ndim(self);
   for (int i = 0; i < n; i++)
-    if ((mask & ((uint64_t)1 << i)) && self->sizes[i] == 0)
+    if ((mask & ((uint64_t)1 << i)) && disp__t_size(self, i) == 0)
       return disp_set_error(DISP_ERR_INVALID_ARG, "%s(): Expected reduction dim %d to have non-zero size.", op, i);
   int64_t shape[DISP_TITER_MAX_DIMS], nshape[DISP_TITER_MAX_DIMS];
   int nd = 0, nnd = 0;
   for (int i = 0; i < n; i++) {
     int red = (mask & ((uint64_t)1 << i)) != 0;
-    if (!red) nshape[nnd++] = self->sizes[i];
-    if (!red || keepdim) shape[nd++] = red ? 1 : self->sizes[i];
+    if (!red) nshape[nnd++] = disp__t_size(self, i);
+    if (!red || keepdim) shape[nd++] = red ? 1 : disp__t_size(self, i);
   }
   disp_tensor *vout = NULL, *iout = NULL, *vacc = NULL, *iacc = NULL, *idx = NULL;
   disp_status st = DISP_OK;
-  if (values) st = disp_tensor_empty(shape, nd, self->dtype, self->device, &vout);
-  if (st == DISP_OK && indices) st = disp_tensor_empty(shape, nd, DISP_DTYPE_INT64, self->device, &iout);
-  if (st != DISP_OK || self->device.type != DISP_BACKEND_CPU) goto done;
-  int fl = disp_dtype_is_floating(self->dtype);
+  if (values) st = disp_tensor_empty(shape, nd, disp__t_dtype(self), disp__t_device(self), &vout);
+  if (st == DISP_OK && indices) st = disp_tensor_empty(shape, nd, DISP_DTYPE_INT64, disp__t_device(self), &iout);
+  if (st != DISP_OK || disp__t_device_type(self) != DISP_BACKEND_CPU) goto done;
+  int fl = disp_dtype_is_floating(disp__t_dtype(self));
   if ((st = new_acc(nshape, nnd, fl ? DISP_DTYPE_FLOAT64 : DISP_DTYPE_INT64, &vacc)) != DISP_OK) goto done;
   if ((st = new_acc(nshape, nnd, DISP_DTYPE_INT64, &iacc)) != DISP_OK) goto done;
-  int64_t *ia = (int64_t *)iacc->storage->data;
-  for (int64_t i = 0; i < iacc->numel; i++) ia[i] = -1;
-  int64_t len = idim >= 0 && n > 0 ? self->sizes[idim] : 1;
+  int64_t *ia = (int64_t *)disp__storage_data(disp__t_storage(iacc));
+  for (int64_t i = 0; i < disp__t_numel(iacc); i++) ia[i] = -1;
+  int64_t len = idim >= 0 && n > 0 ? disp__t_size(self, idim) : 1;
   if ((st = disp_tensor_empty(&len, 1, DISP_DTYPE_INT64, disp_device_make(DISP_BACKEND_CPU, -1), &idx)) != DISP_OK)
     goto done;
-  for (int64_t i = 0; i < len; i++) ((int64_t *)idx->storage->data)[i] = i;
+  for (int64_t i = 0; i < len; i++) ((int64_t *)disp__storage_data(disp__t_storage(idx)))[i] = i;
   int64_t strides[4 * DISP_TITER_MAX_DIMS];
   disp__reduce_acc_strides(self, mask, 8, strides);
   disp__reduce_acc_strides(self, mask, 8, strides + n);
   input_strides(self, strides + 2 * n);
   for (int i = 0; i < n; i++) strides[3 * n + i] = i == idim ? 8 : 0;
   char *data[4] = {data_of(vacc), data_of(iacc), data_of(self), data_of(idx)};
-  red_ctx c = {self->dtype};
-  disp__titer_loop_raw(4, data, strides, self->sizes, n, fl ? max_f_loop : max_i_loop, &c);
+  red_ctx c = {disp__t_dtype(self)};
+  disp__titer_loop_raw(4, data, strides, disp__t_sizes(self), n, fl ? max_f_loop : max_i_loop, &c);
   disp_tensor *view;
   if (vout) {
     if ((st = disp_tensor_new_view(vout, nshape, NULL, nnd, 0, &view)) != DISP_OK) goto done;
@@ -356,10 +354,10 @@ done:
 
 static disp_status max_dim_impl(disp_tensor *self, int64_t dim, bool keepdim, disp_tensor **v, disp_tensor **i) {
   int d = 0;
-  disp_status st = disp__titer_wrap_dim("max", dim, self->ndim, &d);
+  disp_status st = disp__titer_wrap_dim("max", dim, disp__t_ndim(self), &d);
   if (st != DISP_OK) return st;
-  uint64_t mask = self->ndim ? (uint64_t)1 << d : 0;
-  return max_reduce("max", self, mask, self->ndim ? d : -1, keepdim, v, i);
+  uint64_t mask = disp__t_ndim(self) ? (uint64_t)1 << d : 0;
+  return max_reduce("max", self, mask, disp__t_ndim(self) ? d : -1, keepdim, v, i);
 }
 disp_status disp__cpu_max_dim(disp_tensor *self, int64_t dim, bool keepdim, disp_tensor **out0, disp_tensor **out1) {
   return max_dim_impl(self, dim, keepdim, out0, out1);
@@ -380,28 +378,28 @@ disp_status disp__cpu_amax(disp_tensor *self, disp_int_list dim, bool keepdim, d
 static disp_status argmax_impl(disp_tensor *self, disp_opt_int dim, bool keepdim, disp_tensor **out0) {
   if (dim.has_value) {
     int d = 0;
-    disp_status st = disp__titer_wrap_dim("argmax", dim.value, self->ndim, &d);
+    disp_status st = disp__titer_wrap_dim("argmax", dim.value, disp__t_ndim(self), &d);
     if (st != DISP_OK) return st;
-    uint64_t mask = self->ndim ? (uint64_t)1 << d : 0;
-    return max_reduce("argmax", self, mask, self->ndim ? d : -1, keepdim, NULL, out0);
+    uint64_t mask = disp__t_ndim(self) ? (uint64_t)1 << d : 0;
+    return max_reduce("argmax", self, mask, disp__t_ndim(self) ? d : -1, keepdim, NULL, out0);
   }
-  if (self->numel == 0)
+  if (disp__t_numel(self) == 0)
     return disp_set_error(DISP_ERR_INVALID_ARG,
                           "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
   /* no dim: the index into the flattened tensor */
   disp_tensor *flat = NULL, *c = NULL, *r = NULL;
-  disp_status st = disp__titer_contiguous_as(self, self->dtype, &c);
-  int64_t numel = self->numel;
-  if (st == DISP_OK) st = disp_tensor_new_view(c, &numel, NULL, 1, c->storage_offset, &flat);
+  disp_status st = disp__titer_contiguous_as(self, disp__t_dtype(self), &c);
+  int64_t numel = disp__t_numel(self);
+  if (st == DISP_OK) st = disp_tensor_new_view(c, &numel, NULL, 1, disp__t_offset(c), &flat);
   if (st == DISP_OK) st = max_reduce("argmax", flat, 1, 0, false, NULL, &r);
   disp_tensor_release(flat);
   disp_tensor_release(c);
   if (st != DISP_OK) return st;
-  if (keepdim && self->ndim > 0) {
+  if (keepdim && disp__t_ndim(self) > 0) {
     int64_t ones[DISP_TITER_MAX_DIMS];
-    for (int i = 0; i < self->ndim; i++) ones[i] = 1;
+    for (int i = 0; i < disp__t_ndim(self); i++) ones[i] = 1;
     disp_tensor *k;
-    st = disp_tensor_new_view(r, ones, NULL, self->ndim, 0, &k);
+    st = disp_tensor_new_view(r, ones, NULL, disp__t_ndim(self), 0, &k);
     disp_tensor_release(r);
     if (st != DISP_OK) return st;
     r = k;

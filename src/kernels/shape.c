@@ -30,34 +30,34 @@ typedef struct cat_plan {
 } cat_plan;
 
 /* PyTorch's legacy rule: a 1-D tensor of size 0 is skipped whatever the shape. */
-static int skipped(const disp_tensor *t) { return t->ndim == 1 && t->sizes[0] == 0; }
+static int skipped(const disp_tensor *t) { return disp__t_ndim(t) == 1 && disp__t_size(t, 0) == 0; }
 
 static disp_status cat_plan_make(disp_tensor_list tensors, int64_t dim, cat_plan *p) {
   if (tensors.len == 0) return disp_set_error(DISP_ERR_INVALID_ARG, "torch.cat(): expected a non-empty list of Tensors");
   for (size_t i = 0; i < tensors.len; i++) {
     if (!tensors.data[i]) return disp_set_error(DISP_ERR_INVALID_ARG, "torch.cat(): tensor %zu is undefined", i);
-    if (tensors.data[i]->ndim == 0)
+    if (disp__t_ndim(tensors.data[i]) == 0)
       return disp_set_error(DISP_ERR_INVALID_ARG, "zero-dimensional tensor (at position %zu) cannot be concatenated", i);
-    if (!tensors.data[i]->has_strides)
+    if (!disp__t_has_strides(tensors.data[i]))
       return disp_set_error(DISP_ERR_INVALID_ARG, "torch.cat(): tensors without strides are not supported");
   }
   const disp_tensor *ref = NULL;
   size_t ref_i = 0;
-  p->dtype = tensors.data[0]->dtype;
-  p->device = tensors.data[0]->device;
+  p->dtype = disp__t_dtype(tensors.data[0]);
+  p->device = disp__t_device(tensors.data[0]);
   int format = -1;
   for (size_t i = 0; i < tensors.len; i++) {
     const disp_tensor *t = tensors.data[i];
     if (i > 0) {
-      disp_status st = disp_promote_types(p->dtype, t->dtype, &p->dtype);
+      disp_status st = disp_promote_types(p->dtype, disp__t_dtype(t), &p->dtype);
       if (st != DISP_OK) return st;
     }
-    if (t->device.type != p->device.type)
+    if (disp__t_device_type(t) != p->device.type)
       return disp_set_error(DISP_ERR_INVALID_ARG,
                             "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                            disp_device_type_name(p->device.type), disp_device_type_name(t->device.type));
+                            disp_device_type_name(p->device.type), disp_device_type_name(disp__t_device_type(t)));
     /* PyTorch's compute_output_memory_format */
-    int f = disp__ew_suggest_memory_format(t->sizes, t->strides, t->ndim);
+    int f = disp__ew_suggest_memory_format(disp__t_sizes(t), disp__t_strides(t), disp__t_ndim(t));
     if (format < 0) format = f;
     else if (format != f && format != DISP_MEMORY_FORMAT_CONTIGUOUS) format = DISP_MEMORY_FORMAT_CONTIGUOUS;
     if (!ref && !skipped(t)) {
@@ -72,26 +72,26 @@ static disp_status cat_plan_make(disp_tensor_list tensors, int64_t dim, cat_plan
     p->strides[0] = 1;
     return DISP_OK;
   }
-  disp_status st = disp__views_wrap_dim(dim, ref->ndim, &p->dim);
+  disp_status st = disp__views_wrap_dim(dim, disp__t_ndim(ref), &p->dim);
   if (st != DISP_OK) return st;
-  p->ndim = ref->ndim;
-  memcpy(p->sizes, ref->sizes, (size_t)ref->ndim * sizeof(int64_t));
+  p->ndim = disp__t_ndim(ref);
+  memcpy(p->sizes, disp__t_sizes(ref), (size_t)disp__t_ndim(ref) * sizeof(int64_t));
   p->sizes[p->dim] = 0;
   for (size_t i = 0; i < tensors.len; i++) {
     const disp_tensor *t = tensors.data[i];
     if (skipped(t)) continue;
-    if (t->ndim != ref->ndim)
+    if (disp__t_ndim(t) != disp__t_ndim(ref))
       return disp_set_error(DISP_ERR_INVALID_ARG, "Tensors must have same number of dimensions: got %d and %d",
-                            ref->ndim, t->ndim);
-    for (int d = 0; d < ref->ndim; d++) {
+                            disp__t_ndim(ref), disp__t_ndim(t));
+    for (int d = 0; d < disp__t_ndim(ref); d++) {
       if (d == p->dim) continue;
-      if (t->sizes[d] != ref->sizes[d])
+      if (disp__t_size(t, d) != disp__t_size(ref, d))
         return disp_set_error(DISP_ERR_INVALID_ARG,
                               "Sizes of tensors must match except in dimension %lld. Expected size %lld but got size "
                               "%lld for tensor number %zu in the list.",
-                              (long long)p->dim, (long long)ref->sizes[d], (long long)t->sizes[d], i);
+                              (long long)p->dim, (long long)disp__t_size(ref, d), (long long)disp__t_size(t, d), i);
     }
-    if (disp__add_i64(p->sizes[p->dim], t->sizes[p->dim], &p->sizes[p->dim]))
+    if (disp__add_i64(p->sizes[p->dim], disp__t_size(t, p->dim), &p->sizes[p->dim]))
       return disp_set_error(DISP_ERR_INVALID_ARG,
                             "torch.cat(): the sum of the sizes in dimension %lld overflows int64 at tensor "
                             "number %zu in the list",
@@ -113,13 +113,14 @@ static disp_status cat_backend(disp_backend backend, disp_tensor_list tensors, i
     int64_t at = 0;
     for (size_t i = 0; i < tensors.len; i++) {
       const disp_tensor *t = tensors.data[i];
-      if (skipped(t) || t->numel == 0) {
-        if (!skipped(t)) at += t->sizes[p.dim];
+      if (skipped(t) || disp__t_numel(t) == 0) {
+        if (!skipped(t)) at += disp__t_size(t, p.dim);
         continue;
       }
       char *dst = base + (size_t)(at * p.strides[p.dim]) * disp_dtype_itemsize(p.dtype);
-      disp__ew_copy_strided(dst, p.strides, p.dtype, disp_tensor_data_ptr(t), t->strides, t->dtype, t->sizes, t->ndim);
-      at += t->sizes[p.dim];
+      disp__ew_copy_strided(dst, p.strides, p.dtype, disp_tensor_data_ptr(t), disp__t_strides(t), disp__t_dtype(t),
+                            disp__t_sizes(t), disp__t_ndim(t));
+      at += disp__t_size(t, p.dim);
     }
   }
   *out = r;
@@ -148,7 +149,7 @@ disp_status disp__ceanf_cat(disp_tensor_list tensors, int64_t dim, disp_tensor *
   for (size_t i = 0; i < tensors.len && st == DISP_OK; i++) {
     disp_tensor *t = tensors.data[i];
     if (skipped(t)) continue;
-    disp_opt_int s = {at, true}, e = {at + t->sizes[p.dim], true};
+    disp_opt_int s = {at, true}, e = {at + disp__t_size(t, p.dim), true};
     disp_tensor *part, *tmp = NULL;
     st = disp_aten_slice_Tensor(r, p.dim, s, e, 1, &part);
     if (st != DISP_OK) break;
@@ -172,12 +173,13 @@ disp_status disp__cea_stack(disp_tensor_list tensors, int64_t dim, disp_tensor *
   const disp_tensor *first = tensors.data[0];
   for (size_t i = 1; i < tensors.len; i++) {
     const disp_tensor *t = tensors.data[i];
-    if (t->ndim != first->ndim || memcmp(t->sizes, first->sizes, (size_t)t->ndim * sizeof(int64_t))) {
+    if (disp__t_ndim(t) != disp__t_ndim(first) ||
+        memcmp(disp__t_sizes(t), disp__t_sizes(first), (size_t)disp__t_ndim(t) * sizeof(int64_t))) {
       disp_strbuf a, b;
       disp__strbuf_init(&a);
       disp__strbuf_init(&b);
-      disp__format_int_list(&a, first->sizes, first->ndim);
-      disp__format_int_list(&b, t->sizes, t->ndim);
+      disp__format_int_list(&a, disp__t_sizes(first), disp__t_ndim(first));
+      disp__format_int_list(&b, disp__t_sizes(t), disp__t_ndim(t));
       disp_status st = disp_set_error(DISP_ERR_INVALID_ARG,
                                       "stack expects each tensor to be equal size, but got %s at entry 0 and %s at entry %zu",
                                       disp__strbuf_cstr(&a), disp__strbuf_cstr(&b), i);
@@ -187,7 +189,7 @@ disp_status disp__cea_stack(disp_tensor_list tensors, int64_t dim, disp_tensor *
     }
   }
   int64_t d;
-  disp_status st = disp__views_wrap_dim(dim, first->ndim + 1, &d);
+  disp_status st = disp__views_wrap_dim(dim, disp__t_ndim(first) + 1, &d);
   if (st != DISP_OK) return st;
   disp_tensor **parts = disp__calloc(tensors.len, sizeof *parts);
   if (!parts) return disp_set_error(DISP_ERR_NO_MEMORY, "stack: out of memory");

@@ -25,18 +25,15 @@ typedef struct rows { int64_t outer, len, inner; } rows;
 
 static rows rows_of(const disp_tensor *t, int dim) {
   rows r = {1, 1, 1};
-  for (int i = 0; i < t->ndim; i++) {
-    if (i < dim) r.outer *= t->sizes[i];
-    else if (i == dim) r.len = t->sizes[i];
-    else r.inner *= t->sizes[i];
+  for (int i = 0; i < disp__t_ndim(t); i++) {
+    if (i < dim) r.outer *= disp__t_size(t, i);
+    else if (i == dim) r.len = disp__t_size(t, i);
+    else r.inner *= disp__t_size(t, i);
   }
   return r;
 }
 
-static char *data_of(const disp_tensor *t) {
-  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
-  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
-}
+static char *data_of(const disp_tensor *t) { return disp__t_data(t); }
 
 /* PyTorch computes last-dim bfloat16 softmaxes with bfloat16 vectors
  * whose maps and reductions run in float, rounding what they store to
@@ -95,35 +92,37 @@ static int supported(disp_dtype dt) {
 static disp_status softmax_fwd(const char *op, int is_log, disp_tensor *self, int64_t dim, bool half_to_float,
                                disp_tensor **out0) {
   int d = 0;
-  disp_status st = disp__titer_wrap_dim(op, dim, self->ndim, &d);
+  disp_status st = disp__titer_wrap_dim(op, dim, disp__t_ndim(self), &d);
   if (st != DISP_OK) return st;
   if (half_to_float)
     return disp_set_error(DISP_ERR_INVALID_ARG, "softmax with half to float conversion is not supported on CPU");
   disp_tensor *out, *x = NULL;
-  if ((st = disp_tensor_empty(self->sizes, self->ndim, self->dtype, self->device, &out)) != DISP_OK) return st;
+  if ((st = disp_tensor_empty(disp__t_sizes(self), disp__t_ndim(self), disp__t_dtype(self), disp__t_device(self),
+                              &out)) != DISP_OK)
+    return st;
   /* 1.13 returns before choosing a dtype kernel when there is nothing to
    * compute: a zero-size integer softmax succeeds. */
-  if (self->device.type != DISP_BACKEND_CPU || self->numel == 0) {
+  if (disp__t_device_type(self) != DISP_BACKEND_CPU || disp__t_numel(self) == 0) {
     *out0 = out;
     return DISP_OK;
   }
-  if (!supported(self->dtype)) {
-    int last = self->ndim == 0 || d == self->ndim - 1;
+  if (!supported(disp__t_dtype(self))) {
+    int last = disp__t_ndim(self) == 0 || d == disp__t_ndim(self) - 1;
     disp_tensor_release(out);
     return disp_set_error(DISP_ERR_TYPE, "\"%s\" not implemented for '%s'",
                           last ? (is_log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl")
                                : "softmax_kernel_impl",
-                          disp_dtype_torch_name(self->dtype));
+                          disp_dtype_torch_name(disp__t_dtype(self)));
   }
-  if ((st = disp__titer_contiguous_as(self, self->dtype, &x)) != DISP_OK) {
+  if ((st = disp__titer_contiguous_as(self, disp__t_dtype(self), &x)) != DISP_OK) {
     disp_tensor_release(out);
     return st;
   }
   rows r = rows_of(self, d);
-  disp_dtype dt = self->dtype;
+  disp_dtype dt = disp__t_dtype(self);
   /* the bfloat16 roundings are those of the last-dim kernel; along another
    * dim 1.13 computes in float and rounds once */
-  disp_dtype rdt = self->ndim == 0 || d == self->ndim - 1 ? dt : DISP_DTYPE_FLOAT32;
+  disp_dtype rdt = disp__t_ndim(self) == 0 || d == disp__t_ndim(self) - 1 ? dt : DISP_DTYPE_FLOAT32;
   size_t isz = disp_dtype_itemsize(dt);
   const char *in = data_of(x);
   char *o = data_of(out);
@@ -193,8 +192,8 @@ disp_status disp__cia_log_softmax_int(disp_tensor *self, int64_t dim, int32_t dt
 
 static void format_sizes(char *buf, size_t n, const disp_tensor *t) {
   size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < t->ndim && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
+  for (int i = 0; i < disp__t_ndim(t) && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)disp__t_size(t, i));
   if (k < n) snprintf(buf + k, n - k, "]");
 }
 
@@ -204,14 +203,15 @@ static void format_sizes(char *buf, size_t n, const disp_tensor *t) {
  * elements lie inside its storage (else read it properly: 1.13 would read
  * past the storage). New reference in *out. */
 static disp_status softmax_bwd_output(disp_tensor *output, disp_tensor **out) {
-  size_t nelem = output->storage->nbytes / disp_dtype_itemsize(output->dtype);
-  if (output->storage->data && (size_t)(output->storage_offset + output->numel) <= nelem) {
+  size_t nelem = disp__storage_nbytes(disp__t_storage(output)) / disp_dtype_itemsize(disp__t_dtype(output));
+  if (disp__storage_data(disp__t_storage(output)) &&
+      (size_t)(disp__t_offset(output) + disp__t_numel(output)) <= nelem) {
     int64_t strides[DISP_TENSOR_MAX_DIMS];
-    disp__tensor_contiguous_strides(output->sizes, output->ndim, strides);
-    return disp_tensor_new_with_storage(output->storage, output->storage_offset, output->sizes, strides,
-                                        output->ndim, output->dtype, disp_keyset_empty(), out);
+    disp__tensor_contiguous_strides(disp__t_sizes(output), disp__t_ndim(output), strides);
+    return disp_tensor_new_with_storage(disp__t_storage(output), disp__t_offset(output), disp__t_sizes(output), strides,
+                                        disp__t_ndim(output), disp__t_dtype(output), disp_keyset_empty(), out);
   }
-  return disp__titer_contiguous_as(output, output->dtype, out);
+  return disp__titer_contiguous_as(output, disp__t_dtype(output), out);
 }
 
 /* softmax:     grad_in = y * (g - sum(g * y))
@@ -222,7 +222,8 @@ static disp_status softmax_bwd(const char *op, int is_log, disp_tensor *grad, di
   /* _softmax_backward_data checks the sizes; 1.13's _log_softmax one does
    * not: it reads contiguous(output) with grad_output's geometry, and past
    * its end when output is smaller, which libdispatch refuses. */
-  if (grad->ndim != output->ndim || memcmp(grad->sizes, output->sizes, sizeof(int64_t) * (size_t)grad->ndim)) {
+  if (disp__t_ndim(grad) != disp__t_ndim(output) ||
+      memcmp(disp__t_sizes(grad), disp__t_sizes(output), sizeof(int64_t) * (size_t)disp__t_ndim(grad))) {
     char gs[128], os[128];
     format_sizes(gs, sizeof gs, grad);
     format_sizes(os, sizeof os, output);
@@ -230,46 +231,52 @@ static disp_status softmax_bwd(const char *op, int is_log, disp_tensor *grad, di
       return disp_set_error(DISP_ERR_INVALID_ARG, "Expected tensor for argument #1 'grad' to have same size as tensor "
                             "for argument #2 'output'; but %s does not equal %s (while checking arguments for "
                             "softmax_backward)", gs, os);
-    if (output->numel < grad->numel)
+    if (disp__t_numel(output) < disp__t_numel(grad))
       return disp_set_error(DISP_ERR_INVALID_ARG, "output %s has fewer elements than grad_output %s", os, gs);
   }
-  disp_status st = disp__titer_wrap_dim(op, dim, grad->ndim, &d);
+  disp_status st = disp__titer_wrap_dim(op, dim, disp__t_ndim(grad), &d);
   if (st != DISP_OK) return st;
   /* half_to_float: a float32 grad of a float16 input gives a float16 result
    * (the CUDA rule; the CPU kernel then fails on the dtype mismatch). */
-  disp_dtype out_dt = grad->dtype == DISP_DTYPE_FLOAT32 && input_dtype == DISP_DTYPE_FLOAT16 ? DISP_DTYPE_FLOAT16
-                                                                                              : grad->dtype;
+  disp_dtype out_dt = disp__t_dtype(grad) == DISP_DTYPE_FLOAT32 && input_dtype == DISP_DTYPE_FLOAT16
+                          ? DISP_DTYPE_FLOAT16
+                          : disp__t_dtype(grad);
   disp_tensor *out, *g = NULL, *y = NULL;
-  if ((st = disp_tensor_empty(grad->sizes, grad->ndim, out_dt, grad->device, &out)) != DISP_OK) return st;
-  if (output->numel == 0) {
+  if ((st = disp_tensor_empty(disp__t_sizes(grad), disp__t_ndim(grad), out_dt, disp__t_device(grad), &out)) != DISP_OK)
+    return st;
+  if (disp__t_numel(output) == 0) {
     *out0 = out;
     return DISP_OK;
   }
-  int last = grad->ndim == 0 || d == grad->ndim - 1, cpu = grad->device.type == DISP_BACKEND_CPU;
-  if (cpu && !supported(grad->dtype)) {
+  int last = disp__t_ndim(grad) == 0 || d == disp__t_ndim(grad) - 1,
+      cpu = disp__t_device_type(grad) == DISP_BACKEND_CPU;
+  if (cpu && !supported(disp__t_dtype(grad))) {
     disp_tensor_release(out);
     return disp_set_error(DISP_ERR_TYPE, "\"%s\" not implemented for '%s'",
                           last ? (is_log ? "log_softmax_backward_lastdim_kernel_impl"
                                          : "softmax_backward_lastdim_kernel_impl")
                                : (is_log ? "log_softmax_backward" : "softmax_backward"),
-                          disp_dtype_torch_name(grad->dtype));
+                          disp_dtype_torch_name(disp__t_dtype(grad)));
   }
   /* The kernels read every tensor as grad's element type (Meta agrees). */
-  disp_dtype wrong = out_dt != grad->dtype ? out_dt : output->dtype != grad->dtype ? output->dtype : grad->dtype;
-  if (wrong != grad->dtype) {
+  disp_dtype wrong = out_dt != disp__t_dtype(grad)                  ? out_dt
+                     : disp__t_dtype(output) != disp__t_dtype(grad) ? disp__t_dtype(output)
+                                                                    : disp__t_dtype(grad);
+  if (wrong != disp__t_dtype(grad)) {
     disp_tensor_release(out);
-    return disp_set_error(DISP_ERR_TYPE, "expected scalar type %s but found %s", disp_dtype_torch_name(grad->dtype),
-                          disp_dtype_torch_name(wrong));
+    return disp_set_error(DISP_ERR_TYPE, "expected scalar type %s but found %s",
+                          disp_dtype_torch_name(disp__t_dtype(grad)), disp_dtype_torch_name(wrong));
   }
   if (!cpu) {
     *out0 = out;
     return DISP_OK;
   }
-  st = disp__titer_contiguous_as(grad, grad->dtype, &g);
-  if (st == DISP_OK) st = is_log ? disp__titer_contiguous_as(output, output->dtype, &y) : softmax_bwd_output(output, &y);
+  st = disp__titer_contiguous_as(grad, disp__t_dtype(grad), &g);
+  if (st == DISP_OK)
+    st = is_log ? disp__titer_contiguous_as(output, disp__t_dtype(output), &y) : softmax_bwd_output(output, &y);
   if (st == DISP_OK) {
     rows r = rows_of(grad, d);
-    disp_dtype gd = grad->dtype, yd = output->dtype;
+    disp_dtype gd = disp__t_dtype(grad), yd = disp__t_dtype(output);
     size_t gs = disp_dtype_itemsize(gd), ys = disp_dtype_itemsize(yd);
     const char *gp = data_of(g), *yp = data_of(y);
     char *o = data_of(out);

@@ -20,24 +20,25 @@
  * when out has another dtype. */
 static disp_status run_blocks(disp_stub id, disp_stub_fn fn, disp_tensor *out, disp_tensor *const *ins, int nin,
                               disp_dtype dt, disp_scalar alpha) {
-  if (out->numel == 0) return DISP_OK;
-  disp_device dev = out->device;
+  if (disp__t_numel(out) == 0) return DISP_OK;
+  disp_device dev = disp__t_device(out);
   disp_tensor *ops[DISP_STUB_MAX_OPERANDS] = {NULL}, *tmp = NULL;
   disp_status st = DISP_OK;
   for (int k = 0; k < nin && st == DISP_OK; k++) st = disp__stub_on_device(ins[k], dt, dev, &ops[k + 1]);
-  if (st == DISP_OK && out->dtype != dt) st = disp__stub_empty(out->sizes, NULL, out->ndim, dt, dev, &tmp);
+  if (st == DISP_OK && disp__t_dtype(out) != dt)
+    st = disp__stub_empty(disp__t_sizes(out), NULL, disp__t_ndim(out), dt, dev, &tmp);
   if (st == DISP_OK) {
     ops[0] = tmp ? tmp : out;
-    int nd = out->ndim;
+    int nd = disp__t_ndim(out);
     char *data[DISP_STUB_MAX_OPERANDS];
     int64_t strides[DISP_STUB_MAX_OPERANDS * DISP_TITER_MAX_DIMS];
     for (int k = 0; k <= nin; k++) {
       data[k] = disp_tensor_data_ptr(ops[k]);
-      disp__titer_bcast_strides(ops[k], out->sizes, nd, strides + k * nd);
+      disp__titer_bcast_strides(ops[k], disp__t_sizes(out), nd, strides + k * nd);
     }
     disp_titer_plan p;
     disp_stub_iter it = {.stub = id, .device = dev, .dtype = dt, .noperands = nin + 1, .alpha = alpha};
-    if (disp__titer_plan(&p, nin + 1, data, strides, out->sizes, nd))
+    if (disp__titer_plan(&p, nin + 1, data, strides, disp__t_sizes(out), nd))
       st = disp__stub_walk(&p, 0, p.m > 1 ? 1 : -1, &it, fn);
   }
   if (st == DISP_OK && tmp) {
@@ -111,20 +112,20 @@ FLOAT_UNARY(sqrt, SQRT)
 /* abs keeps the dtype; which dtypes it supports is the loop's business
  * (the CPU's refuses bool, "\"abs_cpu\" not implemented for 'Bool'"). */
 disp_status disp__stub_abs(disp_tensor *self, disp_tensor **out0) {
-  return unary("abs", DISP_STUB_ABS, DISP_PW_FRESH, self, self->dtype, out0);
+  return unary("abs", DISP_STUB_ABS, DISP_PW_FRESH, self, disp__t_dtype(self), out0);
 }
 
 disp_status disp__stub_neg(disp_tensor *self, disp_tensor **out0) {
   disp_status st = disp__neg_rules(self);
-  return st != DISP_OK ? st : unary("neg", DISP_STUB_NEG, DISP_PW_FRESH, self, self->dtype, out0);
+  return st != DISP_OK ? st : unary("neg", DISP_STUB_NEG, DISP_PW_FRESH, self, disp__t_dtype(self), out0);
 }
 
 disp_status disp__stub_relu(disp_tensor *self, disp_tensor **out0) {
   disp_status st = disp__relu_rules(self);
-  return st != DISP_OK ? st : unary("relu", DISP_STUB_RELU, DISP_PW_FRESH, self, self->dtype, out0);
+  return st != DISP_OK ? st : unary("relu", DISP_STUB_RELU, DISP_PW_FRESH, self, disp__t_dtype(self), out0);
 }
 
 disp_status disp__stub_relu_(disp_tensor *self, disp_tensor **out0) {
   disp_status st = disp__relu_rules(self);
-  return st != DISP_OK ? st : unary("relu_", DISP_STUB_RELU, DISP_PW_INPLACE, self, self->dtype, out0);
+  return st != DISP_OK ? st : unary("relu_", DISP_STUB_RELU, DISP_PW_INPLACE, self, disp__t_dtype(self), out0);
 }

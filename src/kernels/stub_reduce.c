@@ -21,31 +21,34 @@ static int first_dim(const disp_titer_plan *p, int reduced) {
 }
 
 static disp_status run_sum(disp_stub_fn fn, disp_tensor *out, disp_tensor *in, uint64_t mask) {
-  disp_stub_iter it = {.stub = DISP_STUB_SUM, .device = out->device, .dtype = out->dtype, .noperands = 2,
+  disp_stub_iter it = {.stub = DISP_STUB_SUM,
+                       .device = disp__t_device(out),
+                       .dtype = disp__t_dtype(out),
+                       .noperands = 2,
                        .alpha = disp_scalar_int(1)};
-  int64_t isz = (int64_t)disp_dtype_itemsize(out->dtype);
-  if (in->numel == 0) { /* nothing to add: one block of empty rows sets every output to 0 */
+  int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(out));
+  if (disp__t_numel(in) == 0) { /* nothing to add: one block of empty rows sets every output to 0 */
     it.size[0] = 0;
-    it.size[1] = out->numel;
+    it.size[1] = disp__t_numel(out);
     it.data[0] = disp_tensor_data_ptr(out);
     it.data[1] = disp_tensor_data_ptr(in);
     it.stride[0][1] = isz;
     return fn(&it);
   }
-  int n = in->ndim;
+  int n = disp__t_ndim(in);
   int64_t strides[2 * DISP_TITER_MAX_DIMS];
   disp__reduce_acc_strides(in, mask, (size_t)isz, strides);
-  for (int i = 0; i < n; i++) strides[n + i] = in->strides[i] * isz;
+  for (int i = 0; i < n; i++) strides[n + i] = disp__t_stride(in, i) * isz;
   char *data[2] = {disp_tensor_data_ptr(out), disp_tensor_data_ptr(in)};
   disp_titer_plan p;
-  if (!disp__titer_plan(&p, 2, data, strides, in->sizes, n)) return DISP_OK;
+  if (!disp__titer_plan(&p, 2, data, strides, disp__t_sizes(in), n)) return DISP_OK;
   return disp__stub_walk(&p, first_dim(&p, 1), first_dim(&p, 0), &it, fn);
 }
 
 disp_status disp__stub_sum_dim_IntList(disp_tensor *self, disp_opt_int_list dim, bool keepdim, int32_t dtype,
                                        disp_tensor **out0) {
   if (disp__enum_arg_check(DISP_TYPE_SCALAR_TYPE, dtype, 1, "dtype") != DISP_OK) return DISP_ERR_INVALID_ARG;
-  disp_device dev = self->device;
+  disp_device dev = disp__t_device(self);
   disp_stub_fn fn = disp__stub_lookup(DISP_STUB_SUM, dev.type);
   if (!fn) return disp__stub_missing(DISP_STUB_SUM, dev);
   disp_dtype out_dt = disp__sum_dtype(self, dtype, 0);
@@ -58,7 +61,7 @@ disp_status disp__stub_sum_dim_IntList(disp_tensor *self, disp_opt_int_list dim,
   disp_tensor *out = NULL, *in = NULL;
   if (st == DISP_OK) st = disp__stub_empty(shape, NULL, nd, out_dt, dev, &out);
   /* every element in the result dtype first, as the CPU's sum(x, dtype=...) */
-  if (st == DISP_OK && out->numel > 0) st = disp__stub_on_device(self, out_dt, dev, &in);
+  if (st == DISP_OK && disp__t_numel(out) > 0) st = disp__stub_on_device(self, out_dt, dev, &in);
   if (st == DISP_OK && in) st = run_sum(fn, out, in, mask);
   disp_tensor_release(in);
   if (st != DISP_OK) {

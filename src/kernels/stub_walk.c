@@ -23,7 +23,7 @@ disp_status disp__stub_empty(const int64_t *shape, const int64_t *strides, int n
 }
 
 disp_status disp__stub_on_device(disp_tensor *t, disp_dtype dt, disp_device dev, disp_tensor **out) {
-  if (t->dtype == dt && disp_device_equal(t->device, dev)) {
+  if (disp__t_dtype(t) == dt && disp_device_equal(disp__t_device(t), dev)) {
     *out = disp_tensor_retain(t);
     return DISP_OK;
   }

@@ -17,14 +17,14 @@ disp_status disp__titer_broadcast(const char *op, disp_tensor *const *ins, int n
   (void)op; /* the dispatcher prefixes the operator's name to messages */
   int nd = 0;
   for (int k = 0; k < nin; k++)
-    if (ins[k] && ins[k]->ndim > nd) nd = ins[k]->ndim;
+    if (ins[k] && disp__t_ndim(ins[k]) > nd) nd = disp__t_ndim(ins[k]);
   for (int i = 0; i < nd; i++) shape[i] = 1;
   for (int k = 0; k < nin; k++) {
     const disp_tensor *t = ins[k];
     if (!t) continue;
-    for (int i = 0; i < t->ndim; i++) {
-      int d = nd - t->ndim + i;
-      int64_t s = t->sizes[i];
+    for (int i = 0; i < disp__t_ndim(t); i++) {
+      int d = nd - disp__t_ndim(t) + i;
+      int64_t s = disp__t_size(t, i);
       if (s == shape[d]) continue;
       if (shape[d] == 1) {
         shape[d] = s;
@@ -40,46 +40,46 @@ disp_status disp__titer_broadcast(const char *op, disp_tensor *const *ins, int n
 }
 
 static int is_channels_last(const disp_tensor *t) {
-  if (t->ndim != 4) return 0;
+  if (disp__t_ndim(t) != 4) return 0;
   static const int order[4] = {1, 3, 2, 0};
   int64_t expected = 1;
   for (int k = 0; k < 4; k++) {
     int d = order[k];
-    if (t->sizes[d] != 1) {
-      if (t->strides[d] != expected) return 0;
-      expected *= t->sizes[d];
+    if (disp__t_size(t, d) != 1) {
+      if (disp__t_stride(t, d) != expected) return 0;
+      expected *= disp__t_size(t, d);
     }
   }
   return 1;
 }
 
 static int is_non_overlapping_and_dense(const disp_tensor *t) {
-  if (t->is_contiguous) return 1;
-  int n = t->ndim, perm[DISP_TITER_MAX_DIMS];
+  if (disp__t_is_contiguous(t)) return 1;
+  int n = disp__t_ndim(t), perm[DISP_TITER_MAX_DIMS];
   for (int i = 0; i < n; i++) perm[i] = i;
   /* insertion sort: size < 2 dims last, others by stride */
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0; j--) {
       int a = perm[j], b = perm[j - 1];
-      int less = t->sizes[a] < 2 ? 0 : t->sizes[b] < 2 ? 1 : t->strides[a] < t->strides[b];
+      int less = disp__t_size(t, a) < 2 ? 0 : disp__t_size(t, b) < 2 ? 1 : disp__t_stride(t, a) < disp__t_stride(t, b);
       if (!less) break;
       perm[j] = b;
       perm[j - 1] = a;
     }
   int64_t req = 1;
   for (int i = 0; i < n; i++) {
-    int64_t s = t->sizes[perm[i]];
+    int64_t s = disp__t_size(t, perm[i]);
     if (s < 2) return 1;
-    if (t->strides[perm[i]] != req) return 0;
+    if (disp__t_stride(t, perm[i]) != req) return 0;
     req *= s;
   }
   return 1;
 }
 
 static int same_sizes(const disp_tensor *a, const disp_tensor *b) {
-  if (a->ndim != b->ndim) return 0;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->sizes[i] != b->sizes[i]) return 0;
+  if (disp__t_ndim(a) != disp__t_ndim(b)) return 0;
+  for (int i = 0; i < disp__t_ndim(a); i++)
+    if (disp__t_size(a, i) != disp__t_size(b, i)) return 0;
   return 1;
 }
 
@@ -92,8 +92,8 @@ void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *sh
     const disp_tensor *t = ins[k];
     if (!t) continue;
     if (!first) first = t;
-    if (t->ndim != ndim || !same_sizes(t, first)) same = 0;
-    contig &= t->is_contiguous;
+    if (disp__t_ndim(t) != ndim || !same_sizes(t, first)) same = 0;
+    contig &= disp__t_is_contiguous(t);
     cl &= is_channels_last(t);
     dense &= is_non_overlapping_and_dense(t);
   }
@@ -115,9 +115,9 @@ void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *sh
       /* the same strides everywhere: keep them (inputs checked last first) */
       int eq = 1;
       for (int k = 0; k < nin; k++)
-        if (ins[k] && memcmp(ins[k]->strides, first->strides, sizeof(int64_t) * (size_t)ndim)) eq = 0;
+        if (ins[k] && memcmp(disp__t_strides(ins[k]), disp__t_strides(first), sizeof(int64_t) * (size_t)ndim)) eq = 0;
       if (eq) {
-        memcpy(strides, first->strides, sizeof(int64_t) * (size_t)ndim);
+        memcpy(strides, disp__t_strides(first), sizeof(int64_t) * (size_t)ndim);
         return;
       }
     }
@@ -133,10 +133,10 @@ void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *sh
       for (int k = 0; k < nin && !cmp; k++) {
         const disp_tensor *t = ins[k];
         if (!t) continue;
-        int off = ndim - t->ndim;
+        int off = ndim - disp__t_ndim(t);
         int64_t s0 = 0, s1 = 0;
-        if (a >= off && !(t->sizes[a - off] == 1 && shape[a] != 1)) s0 = t->strides[a - off];
-        if (b >= off && !(t->sizes[b - off] == 1 && shape[b] != 1)) s1 = t->strides[b - off];
+        if (a >= off && !(disp__t_size(t, a - off) == 1 && shape[a] != 1)) s0 = disp__t_stride(t, a - off);
+        if (b >= off && !(disp__t_size(t, b - off) == 1 && shape[b] != 1)) s1 = disp__t_stride(t, b - off);
         if (s0 == 0 || s1 == 0) continue;
         if (s0 < s1) cmp = -1;
         else if (s0 > s1) cmp = 1;
@@ -169,7 +169,7 @@ void disp__titer_out_strides(disp_tensor *const *ins, int nin, const int64_t *sh
 
 disp_device disp__titer_device(disp_tensor *const *ins, int nin) {
   for (int k = 0; k < nin; k++)
-    if (ins[k] && ins[k]->device.type != DISP_BACKEND_CPU) return ins[k]->device;
+    if (ins[k] && disp__t_device_type(ins[k]) != DISP_BACKEND_CPU) return disp__t_device(ins[k]);
   return disp_device_make(DISP_BACKEND_CPU, -1);
 }
 
@@ -191,9 +191,9 @@ disp_status disp__titer_new_output(const char *op, disp_tensor *const *ins, int 
 
 disp_status disp__titer_check_internal_overlap(const char *op, const disp_tensor *t) {
   (void)op; /* the dispatcher prefixes the operator's name to messages */
-  if (t->is_contiguous) return DISP_OK;
-  for (int i = 0; i < t->ndim; i++)
-    if (t->strides[i] == 0 && t->sizes[i] > 1)
+  if (disp__t_is_contiguous(t)) return DISP_OK;
+  for (int i = 0; i < disp__t_ndim(t); i++)
+    if (disp__t_stride(t, i) == 0 && disp__t_size(t, i) > 1)
       return disp_set_error(DISP_ERR_INVALID_ARG,
                             "unsupported operation: more than one element of the written-to tensor "
                             "refers to a single memory location. Please clone() the tensor before "
@@ -203,19 +203,20 @@ disp_status disp__titer_check_internal_overlap(const char *op, const disp_tensor
 
 disp_status disp__titer_resize_out(const char *op, disp_tensor *out, const int64_t *shape, int ndim,
                                    const int64_t *strides) {
-  if (ndim == out->ndim && !memcmp(shape, out->sizes, sizeof(int64_t) * (size_t)ndim)) return DISP_OK;
+  if (ndim == disp__t_ndim(out) && !memcmp(shape, disp__t_sizes(out), sizeof(int64_t) * (size_t)ndim)) return DISP_OK;
   int64_t cs[DISP_TITER_MAX_DIMS];
   if (!strides) {
     disp__tensor_contiguous_strides(shape, ndim, cs);
     strides = cs;
   }
-  if (!out->storage) return disp_set_error(DISP_ERR_INVALID_ARG, "cannot resize out without storage");
+  if (!disp__t_storage(out)) return disp_set_error(DISP_ERR_INVALID_ARG, "cannot resize out without storage");
   size_t nb;
   disp_status st = disp__tensor_check_shape(op, shape, strides, ndim, NULL);
   if (st == DISP_OK)
-    st = disp__tensor_storage_nbytes(shape, strides, ndim, out->storage_offset, disp_dtype_itemsize(out->dtype),
+    st = disp__tensor_storage_nbytes(shape, strides, ndim, disp__t_offset(out), disp_dtype_itemsize(disp__t_dtype(out)),
                                      &nb);
-  if (st == DISP_OK && nb > out->storage->nbytes) st = disp__storage_resize(out->storage, nb);
+  if (st == DISP_OK && nb > disp__storage_nbytes(disp__t_storage(out)))
+    st = disp__storage_resize(disp__t_storage(out), nb);
   if (st == DISP_OK) st = disp__tensor_set_sizes_strides(out, shape, strides, ndim);
   return st;
 }
@@ -368,36 +369,34 @@ void disp__titer_loop_flat(int nops, char **data, const int64_t *strides, int64_
   else disp__titer_loop_raw(nops, data, strides, &n, 1, loop, ctx);
 }
 
-static char *data_of(const disp_tensor *t) {
-  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
-  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
-}
+static char *data_of(const disp_tensor *t) { return disp__t_data(t); }
 
 void disp__titer_bcast_strides(const disp_tensor *t, const int64_t *shape, int ndim, int64_t *out) {
-  int off = ndim - t->ndim;
-  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype);
+  int off = ndim - disp__t_ndim(t);
+  int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(t));
   for (int i = 0; i < ndim; i++) {
-    if (i < off || (t->sizes[i - off] == 1 && shape[i] != 1)) out[i] = 0;
-    else out[i] = t->strides[i - off] * isz;
+    if (i < off || (disp__t_size(t, i - off) == 1 && shape[i] != 1)) out[i] = 0;
+    else out[i] = disp__t_stride(t, i - off) * isz;
   }
 }
 
 disp_status disp__titer_copy(disp_tensor *dst, disp_tensor *src) {
-  if (dst->numel == 0 || dst->device.type != DISP_BACKEND_CPU) return DISP_OK;
-  int nd = dst->ndim;
+  if (disp__t_numel(dst) == 0 || disp__t_device_type(dst) != DISP_BACKEND_CPU) return DISP_OK;
+  int nd = disp__t_ndim(dst);
   int64_t strides[2 * DISP_TITER_MAX_DIMS];
-  disp__titer_bcast_strides(dst, dst->sizes, nd, strides);
-  disp__titer_bcast_strides(src, dst->sizes, nd, strides + nd);
-  disp__ew_copy_bytes(data_of(dst), dst->dtype, data_of(src), src->dtype, strides, dst->sizes, nd);
+  disp__titer_bcast_strides(dst, disp__t_sizes(dst), nd, strides);
+  disp__titer_bcast_strides(src, disp__t_sizes(dst), nd, strides + nd);
+  disp__ew_copy_bytes(data_of(dst), disp__t_dtype(dst), data_of(src), disp__t_dtype(src), strides, disp__t_sizes(dst),
+                      nd);
   return DISP_OK;
 }
 
 disp_status disp__titer_contiguous_as(disp_tensor *t, disp_dtype dt, disp_tensor **out) {
-  if (t->is_contiguous && t->dtype == dt) {
+  if (disp__t_is_contiguous(t) && disp__t_dtype(t) == dt) {
     *out = disp_tensor_retain(t);
     return DISP_OK;
   }
-  disp_status st = disp_tensor_empty(t->sizes, t->ndim, dt, t->device, out);
+  disp_status st = disp_tensor_empty(disp__t_sizes(t), disp__t_ndim(t), dt, disp__t_device(t), out);
   if (st != DISP_OK) return st;
   return disp__titer_copy(*out, t);
 }
@@ -405,22 +404,24 @@ disp_status disp__titer_contiguous_as(disp_tensor *t, disp_dtype dt, disp_tensor
 disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const *ins, int nin,
                             disp_dtype in_dt, disp_dtype out_dt, disp_titer_loop loop, const void *ctx) {
   (void)op;
-  if (out->device.type != DISP_BACKEND_CPU || out->numel == 0) return DISP_OK;
+  if (disp__t_device_type(out) != DISP_BACKEND_CPU || disp__t_numel(out) == 0) return DISP_OK;
   disp_tensor *conv[DISP_TITER_MAX_OPS] = {0}, *tmp_out = NULL, *target = out;
   disp_tensor *ops[DISP_TITER_MAX_OPS];
   disp_status st = DISP_OK;
-  int fast = out->is_contiguous;
+  int fast = disp__t_is_contiguous(out);
   for (int k = 0; k < nin; k++) {
     disp_tensor *t = ins[k];
-    if (t->dtype != in_dt) {
+    if (disp__t_dtype(t) != in_dt) {
       if ((st = disp__titer_contiguous_as(t, in_dt, &conv[k])) != DISP_OK) goto done;
       t = conv[k];
     }
     ops[k + 1] = t;
-    fast &= t->is_contiguous && same_sizes(t, out);
+    fast &= disp__t_is_contiguous(t) && same_sizes(t, out);
   }
-  if (out->dtype != out_dt) {
-    if ((st = disp_tensor_empty(out->sizes, out->ndim, out_dt, out->device, &tmp_out)) != DISP_OK) goto done;
+  if (disp__t_dtype(out) != out_dt) {
+    if ((st = disp_tensor_empty(disp__t_sizes(out), disp__t_ndim(out), out_dt, disp__t_device(out), &tmp_out)) !=
+        DISP_OK)
+      goto done;
     target = tmp_out;
   }
   ops[0] = target;
@@ -428,13 +429,13 @@ disp_status disp__titer_run(const char *op, disp_tensor *out, disp_tensor *const
   for (int k = 0; k <= nin; k++) data[k] = data_of(ops[k]);
   if (fast) {
     int64_t s[DISP_TITER_MAX_OPS];
-    for (int k = 0; k <= nin; k++) s[k] = (int64_t)disp_dtype_itemsize(ops[k]->dtype);
-    disp__titer_loop_flat(nin + 1, data, s, out->numel, loop, ctx);
+    for (int k = 0; k <= nin; k++) s[k] = (int64_t)disp_dtype_itemsize(disp__t_dtype(ops[k]));
+    disp__titer_loop_flat(nin + 1, data, s, disp__t_numel(out), loop, ctx);
   } else {
-    int nd = out->ndim;
+    int nd = disp__t_ndim(out);
     int64_t strides[DISP_TITER_MAX_OPS * DISP_TITER_MAX_DIMS];
-    for (int k = 0; k <= nin; k++) disp__titer_bcast_strides(ops[k], out->sizes, nd, strides + k * nd);
-    disp__titer_loop_raw(nin + 1, data, strides, out->sizes, nd, loop, ctx);
+    for (int k = 0; k <= nin; k++) disp__titer_bcast_strides(ops[k], disp__t_sizes(out), nd, strides + k * nd);
+    disp__titer_loop_raw(nin + 1, data, strides, disp__t_sizes(out), nd, loop, ctx);
   }
   if (tmp_out) st = disp__titer_copy(out, tmp_out);
 done:
@@ -457,23 +458,25 @@ static void format_shape(char *buf, size_t n, const int64_t *s, int nd) {
 
 /* Bytes [lo, hi) a strided tensor can touch in its storage. */
 static void byte_range(const disp_tensor *t, int64_t *lo, int64_t *hi) {
-  int64_t isz = (int64_t)disp_dtype_itemsize(t->dtype), end = t->storage_offset;
-  for (int i = 0; i < t->ndim; i++) end += (t->sizes[i] - 1) * t->strides[i];
-  *lo = t->storage_offset * isz;
+  int64_t isz = (int64_t)disp_dtype_itemsize(disp__t_dtype(t)), end = disp__t_offset(t);
+  for (int i = 0; i < disp__t_ndim(t); i++) end += (disp__t_size(t, i) - 1) * disp__t_stride(t, i);
+  *lo = disp__t_offset(t) * isz;
   *hi = (end + 1) * isz;
 }
 
 /* PyTorch's get_overlap_status == PARTIAL: a is written while b is read,
  * and they share memory without being the very same view. */
 static int partial_overlap(const disp_tensor *a, const disp_tensor *b) {
-  if (a == b || !a->storage || a->storage != b->storage || a->numel == 0 || b->numel == 0) return 0;
+  if (a == b || !disp__t_storage(a) || disp__t_storage(a) != disp__t_storage(b) || disp__t_numel(a) == 0 ||
+      disp__t_numel(b) == 0)
+    return 0;
   int64_t alo, ahi, blo, bhi;
   byte_range(a, &alo, &ahi);
   byte_range(b, &blo, &bhi);
   if (alo >= bhi || blo >= ahi) return 0;
-  if (alo == blo && a->dtype == b->dtype && a->ndim == b->ndim &&
-      !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim) &&
-      !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim))
+  if (alo == blo && disp__t_dtype(a) == disp__t_dtype(b) && disp__t_ndim(a) == disp__t_ndim(b) &&
+      !memcmp(disp__t_sizes(a), disp__t_sizes(b), sizeof(int64_t) * (size_t)disp__t_ndim(a)) &&
+      !memcmp(disp__t_strides(a), disp__t_strides(b), sizeof(int64_t) * (size_t)disp__t_ndim(a)))
     return 0; /* full overlap: elementwise in place is fine */
   return 1;
 }
@@ -484,9 +487,9 @@ disp_status disp__titer_prepare_dest(const char *op, int mode, disp_tensor *dest
   int nd;
   disp_status st = disp__titer_broadcast(op, ins, nin, shape, &nd);
   if (st != DISP_OK) return st;
-  if (!disp__can_cast(result, dest->dtype))
+  if (!disp__can_cast(result, disp__t_dtype(dest)))
     return disp_set_error(DISP_ERR_TYPE, "result type %s can't be cast to the desired output type %s",
-                          disp_dtype_torch_name(result), disp_dtype_torch_name(dest->dtype));
+                          disp_dtype_torch_name(result), disp_dtype_torch_name(disp__t_dtype(dest)));
   if ((st = disp__titer_check_internal_overlap(op, dest)) != DISP_OK) return st;
   for (int k = 0; k < nin; k++)
     if (ins[k] && partial_overlap(dest, ins[k]))
@@ -495,9 +498,9 @@ disp_status disp__titer_prepare_dest(const char *op, int mode, disp_tensor *dest
                             "tensor refer to a single memory location. Please clone() the tensor before "
                             "performing the operation.");
   if (mode == DISP_PW_INPLACE) {
-    if (nd != dest->ndim || memcmp(shape, dest->sizes, sizeof(int64_t) * (size_t)nd)) {
+    if (nd != disp__t_ndim(dest) || memcmp(shape, disp__t_sizes(dest), sizeof(int64_t) * (size_t)nd)) {
       char a[256], b[256];
-      format_shape(a, sizeof a, dest->sizes, dest->ndim);
+      format_shape(a, sizeof a, disp__t_sizes(dest), disp__t_ndim(dest));
       format_shape(b, sizeof b, shape, nd);
       return disp_set_error(DISP_ERR_INVALID_ARG, "output with shape %s doesn't match the broadcast shape %s", a, b);
     }
@@ -519,16 +522,17 @@ disp_status disp__pointwise(const char *op, const char *kname, int mode, disp_te
   disp_tensor *out;
   /* the small-tensor hot path: same shape, contiguous, one dtype, on the
    * CPU - no broadcasting, layout or conversion work at all */
-  if (mode == DISP_PW_FRESH && ins[0]->is_contiguous && ins[0]->dtype == compute && compute == result &&
-      ins[0]->device.type == DISP_BACKEND_CPU) {
+  if (mode == DISP_PW_FRESH && disp__t_is_contiguous(ins[0]) && disp__t_dtype(ins[0]) == compute && compute == result &&
+      disp__t_device_type(ins[0]) == DISP_BACKEND_CPU) {
     const disp_tensor *t0 = ins[0];
     int fast = 1;
     for (int k = 1; k < nin && fast; k++)
-      fast = ins[k]->is_contiguous && ins[k]->dtype == compute && ins[k]->device.type == DISP_BACKEND_CPU &&
-             same_sizes(ins[k], t0);
+      fast = disp__t_is_contiguous(ins[k]) && disp__t_dtype(ins[k]) == compute &&
+             disp__t_device_type(ins[k]) == DISP_BACKEND_CPU && same_sizes(ins[k], t0);
     if (fast) {
-      if ((st = disp_tensor_empty(t0->sizes, t0->ndim, result, t0->device, &out)) != DISP_OK) return st;
-      if (out->numel > 0) {
+      if ((st = disp_tensor_empty(disp__t_sizes(t0), disp__t_ndim(t0), result, disp__t_device(t0), &out)) != DISP_OK)
+        return st;
+      if (disp__t_numel(out) > 0) {
         char *data[DISP_TITER_MAX_OPS];
         int64_t s[DISP_TITER_MAX_OPS], isz = (int64_t)disp_dtype_itemsize(result);
         data[0] = data_of(out);
@@ -537,7 +541,7 @@ disp_status disp__pointwise(const char *op, const char *kname, int mode, disp_te
           data[k + 1] = data_of(ins[k]);
           s[k + 1] = isz;
         }
-        disp__titer_loop_flat(nin + 1, data, s, out->numel, loop, c);
+        disp__titer_loop_flat(nin + 1, data, s, disp__t_numel(out), loop, c);
       }
       *ret = out;
       return DISP_OK;
@@ -589,7 +593,7 @@ disp_status disp__titer_wrap_dim(const char *op, int64_t dim, int ndim, int *out
 disp_status disp__reduce_shape(const char *op, const disp_tensor *self, const int64_t *dims, size_t ndims,
                                bool keepdim, uint64_t *mask, int64_t *shape, int *ndim) {
   uint64_t m = 0;
-  int nd = self->ndim;
+  int nd = disp__t_ndim(self);
   if (ndims == 0) {
     m = nd >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nd) - 1);
   } else {
@@ -609,7 +613,7 @@ disp_status disp__reduce_shape(const char *op, const disp_tensor *self, const in
     if (m & ((uint64_t)1 << i)) {
       if (keepdim) shape[k++] = 1;
     } else {
-      shape[k++] = self->sizes[i];
+      shape[k++] = disp__t_size(self, i);
     }
   }
   *mask = m;
@@ -619,12 +623,12 @@ disp_status disp__reduce_shape(const char *op, const disp_tensor *self, const in
 
 void disp__reduce_acc_strides(const disp_tensor *self, uint64_t mask, size_t isz, int64_t *strides) {
   int64_t e = (int64_t)isz;
-  for (int i = self->ndim - 1; i >= 0; i--) {
+  for (int i = disp__t_ndim(self) - 1; i >= 0; i--) {
     if (mask & ((uint64_t)1 << i)) {
       strides[i] = 0;
     } else {
       strides[i] = e;
-      e *= self->sizes[i];
+      e *= disp__t_size(self, i);
     }
   }
 }

@@ -133,7 +133,7 @@ static disp_status unary(const char *op, const char *kname, disp_tensor *self, d
 }
 
 disp_status disp__neg_rules(const disp_tensor *self) {
-  if (self->dtype == DISP_DTYPE_BOOL)
+  if (disp__t_dtype(self) == DISP_DTYPE_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "Negation, the `-` operator, on a bool tensor is not supported. If "
                                          "you are trying to invert a mask, use the `~` or `logical_not()` operator "
                                          "instead.");
@@ -143,12 +143,12 @@ disp_status disp__neg_rules(const disp_tensor *self) {
 static disp_status neg_impl(disp_tensor *self, disp_tensor **out0) {
   disp_status st = disp__neg_rules(self);
   if (st != DISP_OK) return st;
-  return unary("neg", "neg_cpu", self, self->dtype, neg_loops, out0);
+  return unary("neg", "neg_cpu", self, disp__t_dtype(self), neg_loops, out0);
 }
 disp_status disp__cpu_neg(disp_tensor *self, disp_tensor **out0) { return neg_impl(self, out0); }
 
 disp_dtype disp__float_unary_dtype(const disp_tensor *self) {
-  return disp_dtype_is_floating(self->dtype) ? self->dtype : DISP_DTYPE_FLOAT32;
+  return disp_dtype_is_floating(disp__t_dtype(self)) ? disp__t_dtype(self) : DISP_DTYPE_FLOAT32;
 }
 
 static disp_status float_unary(const char *op, const char *kname, disp_tensor *self, const disp_titer_loop *loops,
@@ -174,18 +174,18 @@ FLOAT_UNARY(rsqrt, "rsqrt_cpu")
 /* |x| = max(x, -x); for floating types "+ 0.0" then turns -0.0 into 0.0
  * (std::abs's result) while keeping NaN and infinities. */
 disp_status disp__cea_abs(disp_tensor *self, disp_tensor **out0) {
-  if (self->dtype == DISP_DTYPE_BOOL)
+  if (disp__t_dtype(self) == DISP_DTYPE_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "\"abs_cpu\" not implemented for 'Bool'");
   disp_tensor *n = NULL, *m = NULL, *w = NULL;
   disp_status st;
   /* uint8 is its own absolute value (its negation wraps around): max(x, x)
    * still gives a fresh result laid out as an elementwise op's. */
-  if (self->dtype == DISP_DTYPE_UINT8) return disp_aten_maximum(self, self, out0);
+  if (disp__t_dtype(self) == DISP_DTYPE_UINT8) return disp_aten_maximum(self, self, out0);
   st = disp_aten_neg(self, &n);
   if (st == DISP_OK) st = disp_aten_maximum(self, n, &m);
   disp_tensor_release(n);
   if (st != DISP_OK) return st;
-  if (!disp_dtype_is_floating(self->dtype)) {
+  if (!disp_dtype_is_floating(disp__t_dtype(self))) {
     *out0 = m;
     return DISP_OK;
   }
@@ -204,7 +204,7 @@ static disp_status pow_impl(disp_tensor *self, disp_scalar exponent, disp_tensor
   disp__result_state_tensor(&s, self);
   disp__result_state_scalar(&s, exponent);
   disp_dtype common = (disp_dtype)disp__result_state_get(&s);
-  if (disp_dtype_is_integral(self->dtype, 1) && exponent.kind != DISP_SCALAR_DOUBLE &&
+  if (disp_dtype_is_integral(disp__t_dtype(self), 1) && exponent.kind != DISP_SCALAR_DOUBLE &&
       (exponent.kind == DISP_SCALAR_INT ? exponent.v.i : 0) < 0)
     return disp_set_error(DISP_ERR_INVALID_ARG, "Integers to negative integer powers are not allowed.");
   disp_titer_consts c;
@@ -223,7 +223,7 @@ static disp_status clamp_impl(const char *op, const char *kname, int mode, disp_
                               disp_scalar hi, disp_tensor **out0) {
   if (lo.kind == DISP_SCALAR_NONE && hi.kind == DISP_SCALAR_NONE)
     return disp_set_error(DISP_ERR_INVALID_ARG, "torch.clamp: At least one of 'min' or 'max' must not be None");
-  disp_dtype rt = self->dtype;
+  disp_dtype rt = disp__t_dtype(self);
   if (!disp_dtype_is_floating(rt)) {
     disp__result_state s;
     disp__result_state_init(&s);
@@ -231,9 +231,9 @@ static disp_status clamp_impl(const char *op, const char *kname, int mode, disp_
     if (lo.kind != DISP_SCALAR_NONE) disp__result_state_scalar(&s, lo);
     if (hi.kind != DISP_SCALAR_NONE) disp__result_state_scalar(&s, hi);
     rt = (disp_dtype)disp__result_state_get(&s);
-    if (mode == DISP_PW_INPLACE && rt != self->dtype)
+    if (mode == DISP_PW_INPLACE && rt != disp__t_dtype(self))
       return disp_set_error(DISP_ERR_TYPE, "result type %s can't be cast to the desired output type %s",
-                            disp_dtype_torch_name(rt), disp_dtype_torch_name(self->dtype));
+                            disp_dtype_torch_name(rt), disp_dtype_torch_name(disp__t_dtype(self)));
   }
   disp_titer_consts c;
   memset(&c, 0, sizeof c);
@@ -262,7 +262,7 @@ disp_status disp__meta_clamp_min(disp_tensor *self, disp_scalar min, disp_tensor
 /* relu is clamp_min(self, 0) through the dispatcher, as in PyTorch; on Meta
  * that reaches clamp_min's Meta kernel (1.13 has no Meta relu: issue 4). */
 disp_status disp__relu_rules(const disp_tensor *self) {
-  if (self->dtype == DISP_DTYPE_BOOL)
+  if (disp__t_dtype(self) == DISP_DTYPE_BOOL)
     return disp_set_error(DISP_ERR_TYPE, "Boolean inputs not supported for relu");
   return DISP_OK;
 }

@@ -49,7 +49,7 @@ static disp_status make_view(disp_tensor *self, const int64_t *sizes, const int6
 
 /* A view with self's own geometry (PyTorch's alias()). */
 static disp_status alias_of(disp_tensor *self, disp_tensor **out) {
-  return make_view(self, self->sizes, self->strides, self->ndim, self->storage_offset, out);
+  return make_view(self, disp__t_sizes(self), disp__t_strides(self), disp__t_ndim(self), disp__t_offset(self), out);
 }
 
 disp_status disp__views_infer_size(const char *op, const int64_t *shape, int n, int64_t numel, int64_t *out) {
@@ -161,7 +161,7 @@ static disp_status as_strided_impl(disp_tensor *self, disp_int_list size, disp_i
                             "as_strided: Negative strides are not supported at the moment, got strides: %s", list);
     }
   }
-  int64_t offset = storage_offset.has_value ? storage_offset.value : self->storage_offset;
+  int64_t offset = storage_offset.has_value ? storage_offset.value : disp__t_offset(self);
   return make_view(self, size.data, stride.data, n, offset, out);
 }
 
@@ -187,13 +187,13 @@ static disp_status view_impl(disp_tensor *self, disp_int_list size, disp_tensor 
   int64_t shape[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
   int n = 0;
   disp_status st = disp__check_ndim("view", size.len, &n);
-  if (st == DISP_OK) st = disp__views_infer_size("view", size.data, n, self->numel, shape);
+  if (st == DISP_OK) st = disp__views_infer_size("view", size.data, n, disp__t_numel(self), shape);
   if (st != DISP_OK) return st;
-  if (!disp__views_compute_strides(self->sizes, self->strides, self->ndim, shape, n, strides))
+  if (!disp__views_compute_strides(disp__t_sizes(self), disp__t_strides(self), disp__t_ndim(self), shape, n, strides))
     return disp_set_error(DISP_ERR_INVALID_ARG,
                           "view size is not compatible with input tensor's size and stride (at least one "
                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
-  return make_view(self, shape, strides, n, self->storage_offset, out);
+  return make_view(self, shape, strides, n, disp__t_offset(self), out);
 }
 
 disp_status disp__cpu_view(disp_tensor *self, disp_int_list size, disp_tensor **out0) {
@@ -207,10 +207,10 @@ disp_status disp__cia_reshape(disp_tensor *self, disp_int_list shape, disp_tenso
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
   int n = 0;
   disp_status st = disp__check_ndim("reshape", shape.len, &n);
-  if (st == DISP_OK) st = disp__views_infer_size("reshape", shape.data, n, self->numel, sizes);
+  if (st == DISP_OK) st = disp__views_infer_size("reshape", shape.data, n, disp__t_numel(self), sizes);
   if (st != DISP_OK) return st;
   disp_int_list sl = {sizes, (size_t)n};
-  if (disp__views_compute_strides(self->sizes, self->strides, self->ndim, sizes, n, strides)) {
+  if (disp__views_compute_strides(disp__t_sizes(self), disp__t_strides(self), disp__t_ndim(self), sizes, n, strides)) {
     disp_int_list tl = {strides, (size_t)n};
     return disp_aten__reshape_alias(self, sl, tl, out0);
   }
@@ -226,18 +226,18 @@ disp_status disp__cea_detach(disp_tensor *self, disp_tensor **out0) { return ali
 
 static disp_status transpose_impl(disp_tensor *self, int64_t dim0, int64_t dim1, disp_tensor **out) {
   int64_t d0 = 0, d1 = 0;
-  disp_status st = disp__views_wrap_dim(dim0, self->ndim, &d0);
-  if (st == DISP_OK) st = disp__views_wrap_dim(dim1, self->ndim, &d1);
+  disp_status st = disp__views_wrap_dim(dim0, disp__t_ndim(self), &d0);
+  if (st == DISP_OK) st = disp__views_wrap_dim(dim1, disp__t_ndim(self), &d1);
   if (st != DISP_OK) return st;
-  if (d0 == d1 || self->ndim == 0) return alias_of(self, out);
+  if (d0 == d1 || disp__t_ndim(self) == 0) return alias_of(self, out);
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
-  memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
-  memcpy(strides, self->strides, (size_t)self->ndim * sizeof *strides);
-  sizes[d0] = self->sizes[d1];
-  sizes[d1] = self->sizes[d0];
-  strides[d0] = self->strides[d1];
-  strides[d1] = self->strides[d0];
-  return make_view(self, sizes, strides, self->ndim, self->storage_offset, out);
+  memcpy(sizes, disp__t_sizes(self), (size_t)disp__t_ndim(self) * sizeof *sizes);
+  memcpy(strides, disp__t_strides(self), (size_t)disp__t_ndim(self) * sizeof *strides);
+  sizes[d0] = disp__t_size(self, d1);
+  sizes[d1] = disp__t_size(self, d0);
+  strides[d0] = disp__t_stride(self, d1);
+  strides[d1] = disp__t_stride(self, d0);
+  return make_view(self, sizes, strides, disp__t_ndim(self), disp__t_offset(self), out);
 }
 
 disp_status disp__cea_transpose_int(disp_tensor *self, int64_t dim0, int64_t dim1, disp_tensor **out0) {
@@ -245,14 +245,14 @@ disp_status disp__cea_transpose_int(disp_tensor *self, int64_t dim0, int64_t dim
 }
 
 disp_status disp__cea_t(disp_tensor *self, disp_tensor **out0) {
-  if (self->ndim > 2)
+  if (disp__t_ndim(self) > 2)
     return disp_set_error(DISP_ERR_INVALID_ARG, "t() expects a tensor with <= 2 dimensions, but self is %dD",
-                          self->ndim);
-  return transpose_impl(self, 0, self->ndim < 2 ? 0 : 1, out0);
+                          disp__t_ndim(self));
+  return transpose_impl(self, 0, disp__t_ndim(self) < 2 ? 0 : 1, out0);
 }
 
 disp_status disp__cea_permute(disp_tensor *self, disp_int_list dims, disp_tensor **out0) {
-  int n = self->ndim;
+  int n = disp__t_ndim(self);
   if ((int64_t)dims.len != n)
     return disp_set_error(DISP_ERR_INVALID_ARG,
                           "permute(sparse_coo): number of dimensions in the tensor input does not match the "
@@ -267,10 +267,10 @@ disp_status disp__cea_permute(disp_tensor *self, disp_int_list dims, disp_tensor
     if (st != DISP_OK) return st;
     if (seen[d]) return disp_set_error(DISP_ERR_INVALID_ARG, "permute(): duplicate dims are not allowed.");
     seen[d] = 1;
-    sizes[i] = self->sizes[d];
-    strides[i] = self->strides[d];
+    sizes[i] = disp__t_size(self, d);
+    strides[i] = disp__t_stride(self, d);
   }
-  return make_view(self, sizes, strides, n, self->storage_offset, out0);
+  return make_view(self, sizes, strides, n, disp__t_offset(self), out0);
 }
 
 static const char *legacy_type_name(disp_dtype dt) {
@@ -291,17 +291,18 @@ static const char *legacy_type_name(disp_dtype dt) {
 
 disp_status disp__cea_expand(disp_tensor *self, disp_int_list size, bool implicit, disp_tensor **out0) {
   (void)implicit; /* only autograd's broadcasting bookkeeping uses it */
-  int n = 0, old = self->ndim;
+  int n = 0, old = disp__t_ndim(self);
   char want[512], have[512];
   if (size.len < (size_t)old) {
     n = (int)size.len;
     format_list(want, sizeof want, size.data, n);
-    format_list(have, sizeof have, self->sizes, old);
-    return disp_set_error(DISP_ERR_INVALID_ARG,
-                          "expand(torch.%s%sTensor{%s}, size=%s): the number of sizes provided (%d) must be "
-                          "greater or equal to the number of dimensions in the tensor (%d)",
-                          self->device.type == DISP_BACKEND_CPU ? "" : disp_device_type_name(self->device.type),
-                          self->device.type == DISP_BACKEND_CPU ? "" : ".", have, want, n, old);
+    format_list(have, sizeof have, disp__t_sizes(self), old);
+    return disp_set_error(
+        DISP_ERR_INVALID_ARG,
+        "expand(torch.%s%sTensor{%s}, size=%s): the number of sizes provided (%d) must be "
+        "greater or equal to the number of dimensions in the tensor (%d)",
+        disp__t_device_type(self) == DISP_BACKEND_CPU ? "" : disp_device_type_name(disp__t_device_type(self)),
+        disp__t_device_type(self) == DISP_BACKEND_CPU ? "" : ".", have, want, n, old);
   }
   disp_status st = disp__check_ndim("expand", size.len, &n);
   if (st != DISP_OK) return st;
@@ -309,8 +310,8 @@ disp_status disp__cea_expand(disp_tensor *self, disp_int_list size, bool implici
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
   for (int i = n - 1; i >= 0; i--) {
     int dim = i - (n - old);
-    int64_t sz = dim >= 0 ? self->sizes[dim] : 1;
-    int64_t sd = dim >= 0 ? self->strides[dim] : 1;
+    int64_t sz = dim >= 0 ? disp__t_size(self, dim) : 1;
+    int64_t sd = dim >= 0 ? disp__t_stride(self, dim) : 1;
     if (dim < 0 && i < n - 1 && disp__mul_i64(sizes[i + 1], strides[i + 1], &sd))
       return fail_overflow("expand", "stride");
     int64_t target = size.data[i];
@@ -325,7 +326,7 @@ disp_status disp__cea_expand(disp_tensor *self, disp_int_list size, bool implici
     if (sz != target) {
       if (sz != 1 || target < 0) {
         format_list(want, sizeof want, size.data, n);
-        format_list(have, sizeof have, self->sizes, old);
+        format_list(have, sizeof have, disp__t_sizes(self), old);
         return disp_set_error(DISP_ERR_INVALID_ARG,
                               "The expanded size of the tensor (%lld) must match the existing size (%lld) at "
                               "non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
@@ -337,58 +338,58 @@ disp_status disp__cea_expand(disp_tensor *self, disp_int_list size, bool implici
     sizes[i] = sz;
     strides[i] = sd;
   }
-  return make_view(self, sizes, strides, n, self->storage_offset, out0);
+  return make_view(self, sizes, strides, n, disp__t_offset(self), out0);
 }
 
 disp_status disp__cea_squeeze_dim(disp_tensor *self, int64_t dim, disp_tensor **out0) {
   int64_t d = 0;
-  disp_status st = disp__views_wrap_dim(dim, self->ndim, &d);
+  disp_status st = disp__views_wrap_dim(dim, disp__t_ndim(self), &d);
   if (st != DISP_OK) return st;
-  if (self->ndim == 0 || self->sizes[d] != 1) return alias_of(self, out0);
+  if (disp__t_ndim(self) == 0 || disp__t_size(self, d) != 1) return alias_of(self, out0);
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
   int n = 0;
-  for (int i = 0; i < self->ndim; i++) {
+  for (int i = 0; i < disp__t_ndim(self); i++) {
     if (i == d) continue;
-    sizes[n] = self->sizes[i];
-    strides[n++] = self->strides[i];
+    sizes[n] = disp__t_size(self, i);
+    strides[n++] = disp__t_stride(self, i);
   }
-  return make_view(self, sizes, strides, n, self->storage_offset, out0);
+  return make_view(self, sizes, strides, n, disp__t_offset(self), out0);
 }
 
 disp_status disp__cea_unsqueeze(disp_tensor *self, int64_t dim, disp_tensor **out0) {
   int64_t d = 0;
-  disp_status st = disp__views_wrap_dim(dim, self->ndim + 1, &d);
+  disp_status st = disp__views_wrap_dim(dim, disp__t_ndim(self) + 1, &d);
   if (st != DISP_OK) return st;
-  if (self->ndim + 1 > DISP_TENSOR_MAX_DIMS)
+  if (disp__t_ndim(self) + 1 > DISP_TENSOR_MAX_DIMS)
     return disp_set_error(DISP_ERR_INVALID_ARG, "unsqueeze: too many dimensions");
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
   int n = 0;
-  for (int i = 0; i <= self->ndim; i++) {
+  for (int i = 0; i <= disp__t_ndim(self); i++) {
     if (i == d) {
       sizes[n] = 1;
       strides[n] = 1;
-      if (d < self->ndim && disp__mul_i64(self->sizes[d], self->strides[d], &strides[n]))
+      if (d < disp__t_ndim(self) && disp__mul_i64(disp__t_size(self, d), disp__t_stride(self, d), &strides[n]))
         return fail_overflow("unsqueeze", "stride");
       n++;
     }
-    if (i < self->ndim) {
-      sizes[n] = self->sizes[i];
-      strides[n++] = self->strides[i];
+    if (i < disp__t_ndim(self)) {
+      sizes[n] = disp__t_size(self, i);
+      strides[n++] = disp__t_stride(self, i);
     }
   }
-  return make_view(self, sizes, strides, n, self->storage_offset, out0);
+  return make_view(self, sizes, strides, n, disp__t_offset(self), out0);
 }
 
 disp_status disp__cea_select_int(disp_tensor *self, int64_t dim, int64_t index, disp_tensor **out0) {
-  if (self->ndim == 0)
+  if (disp__t_ndim(self) == 0)
     return disp_set_error(DISP_ERR_INVALID_ARG, "select() cannot be applied to a 0-dim tensor.");
   int64_t d = 0;
-  disp_status st = disp__views_wrap_dim(dim, self->ndim, &d);
+  disp_status st = disp__views_wrap_dim(dim, disp__t_ndim(self), &d);
   if (st != DISP_OK) return st;
-  int64_t size = self->sizes[d];
+  int64_t size = disp__t_size(self, d);
   if (index < -size || index >= size) {
     char have[512];
-    format_list(have, sizeof have, self->sizes, self->ndim);
+    format_list(have, sizeof have, disp__t_sizes(self), disp__t_ndim(self));
     return disp_set_error(DISP_ERR_INVALID_ARG,
                           "select(): index %lld out of range for tensor of size %s at dimension %lld",
                           (long long)index, have, (long long)dim);
@@ -396,26 +397,26 @@ disp_status disp__cea_select_int(disp_tensor *self, int64_t dim, int64_t index, 
   if (index < 0) index += size;
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS];
   int n = 0;
-  for (int i = 0; i < self->ndim; i++) {
+  for (int i = 0; i < disp__t_ndim(self); i++) {
     if (i == d) continue;
-    sizes[n] = self->sizes[i];
-    strides[n++] = self->strides[i];
+    sizes[n] = disp__t_size(self, i);
+    strides[n++] = disp__t_stride(self, i);
   }
   int64_t offset;
-  if (disp__mul_i64(index, self->strides[d], &offset) || disp__add_i64(self->storage_offset, offset, &offset))
+  if (disp__mul_i64(index, disp__t_stride(self, d), &offset) || disp__add_i64(disp__t_offset(self), offset, &offset))
     return fail_overflow("select", "storage offset");
   return make_view(self, sizes, strides, n, offset, out0);
 }
 
 disp_status disp__cea_slice_Tensor(disp_tensor *self, int64_t dim, disp_opt_int start, disp_opt_int end,
                                    int64_t step, disp_tensor **out0) {
-  if (self->ndim == 0)
+  if (disp__t_ndim(self) == 0)
     return disp_set_error(DISP_ERR_INVALID_ARG, "slice() cannot be applied to a 0-dim tensor.");
   int64_t d = 0;
-  disp_status st = disp__views_wrap_dim(dim, self->ndim, &d);
+  disp_status st = disp__views_wrap_dim(dim, disp__t_ndim(self), &d);
   if (st != DISP_OK) return st;
   if (step <= 0) return disp_set_error(DISP_ERR_INVALID_ARG, "slice step must be positive");
-  int64_t size = self->sizes[d];
+  int64_t size = disp__t_size(self, d);
   int64_t s = start.has_value ? start.value : 0;
   int64_t e = end.has_value ? end.value : INT64_MAX;
   /* 1.13 reads a start of INT64_MAX as "no start" (0). Adding a size to a
@@ -428,28 +429,28 @@ disp_status disp__cea_slice_Tensor(disp_tensor *self, int64_t dim, disp_opt_int 
   if (e < s) e = s;
   else if (e >= size) e = size;
   int64_t sizes[DISP_TENSOR_MAX_DIMS], strides[DISP_TENSOR_MAX_DIMS], offset;
-  memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
-  memcpy(strides, self->strides, (size_t)self->ndim * sizeof *strides);
+  memcpy(sizes, disp__t_sizes(self), (size_t)disp__t_ndim(self) * sizeof *sizes);
+  memcpy(strides, disp__t_strides(self), (size_t)disp__t_ndim(self) * sizeof *strides);
   /* ceil(len / step) without 1.13's len + step - 1, which wraps for a huge step */
   sizes[d] = e == s ? 0 : (e - s - 1) / step + 1;
   /* stride * step passes int64 only when at most one element is left
    * along d or the tensor has none (a non-empty tensor's (size - 1) *
    * stride fits its storage): no address depends on that stride then, so
    * it keeps the input's (1.13's product wraps). */
-  if (disp__mul_i64(self->strides[d], step, &strides[d])) strides[d] = self->strides[d];
-  if (disp__mul_i64(s, self->strides[d], &offset) || disp__add_i64(self->storage_offset, offset, &offset))
+  if (disp__mul_i64(disp__t_stride(self, d), step, &strides[d])) strides[d] = disp__t_stride(self, d);
+  if (disp__mul_i64(s, disp__t_stride(self, d), &offset) || disp__add_i64(disp__t_offset(self), offset, &offset))
     return fail_overflow("slice", "storage offset");
-  return make_view(self, sizes, strides, self->ndim, offset, out0);
+  return make_view(self, sizes, strides, disp__t_ndim(self), offset, out0);
 }
 
 disp_status disp__cia_narrow(disp_tensor *self, int64_t dim, int64_t start, int64_t length, disp_tensor **out0) {
-  if (self->ndim == 0)
+  if (disp__t_ndim(self) == 0)
     return disp_set_error(DISP_ERR_INVALID_ARG, "narrow() cannot be applied to a 0-dim tensor.");
   int64_t d = 0;
-  disp_status st = disp__views_wrap_dim(dim, self->ndim, &d);
+  disp_status st = disp__views_wrap_dim(dim, disp__t_ndim(self), &d);
   if (st != DISP_OK) return st;
   if (length < 0) return disp_set_error(DISP_ERR_INVALID_ARG, "narrow(): length must be non-negative.");
-  int64_t size = self->sizes[d];
+  int64_t size = disp__t_size(self, d);
   if (start < -size || start > size)
     return disp_set_error(DISP_ERR_INVALID_ARG, "start out of range (expected to be in range of [%lld, %lld], but got %lld)",
                           (long long)-size, (long long)size, (long long)start);
@@ -464,13 +465,13 @@ disp_status disp__cia_narrow(disp_tensor *self, int64_t dim, int64_t start, int6
 disp_status disp__cia_flatten_using_ints(disp_tensor *self, int64_t start_dim, int64_t end_dim,
                                          disp_tensor **out0) {
   int64_t s = 0, e = 0;
-  disp_status st = disp__views_wrap_dim(start_dim, self->ndim, &s);
-  if (st == DISP_OK) st = disp__views_wrap_dim(end_dim, self->ndim, &e);
+  disp_status st = disp__views_wrap_dim(start_dim, disp__t_ndim(self), &s);
+  if (st == DISP_OK) st = disp__views_wrap_dim(end_dim, disp__t_ndim(self), &e);
   if (st != DISP_OK) return st;
   if (s > e)
     return disp_set_error(DISP_ERR_INVALID_ARG, "flatten() has invalid args: start_dim cannot come after end_dim");
   int64_t one = 1;
-  if (self->ndim == 0) {
+  if (disp__t_ndim(self) == 0) {
     disp_int_list l = {&one, 1};
     return disp_aten_reshape(self, l, out0);
   }
@@ -480,11 +481,11 @@ disp_status disp__cia_flatten_using_ints(disp_tensor *self, int64_t start_dim, i
   }
   int64_t shape[DISP_TENSOR_MAX_DIMS];
   int n = 0;
-  for (int i = 0; i < s; i++) shape[n++] = self->sizes[i];
+  for (int i = 0; i < s; i++) shape[n++] = disp__t_size(self, i);
   int64_t prod = 1;
-  for (int64_t i = s; i <= e; i++) prod *= self->sizes[i];
+  for (int64_t i = s; i <= e; i++) prod *= disp__t_size(self, i);
   shape[n++] = prod;
-  for (int i = (int)e + 1; i < self->ndim; i++) shape[n++] = self->sizes[i];
+  for (int i = (int)e + 1; i < disp__t_ndim(self); i++) shape[n++] = disp__t_size(self, i);
   disp_int_list l = {shape, (size_t)n};
   return disp_aten_reshape(self, l, out0);
 }

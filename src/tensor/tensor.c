@@ -507,8 +507,6 @@ size_t disp_tensor_refcount(const disp_tensor *t) {
 
 /* ---- autograd slot ----------------------------------------------------- */
 
-void *disp__tensor_autograd_meta(const disp_tensor *t) { return t->autograd_meta; }
-
 void disp__tensor_set_autograd_meta(disp_tensor *t, void *meta, void (*destroy)(void *meta)) {
   if (t->autograd_meta && t->autograd_meta != meta && t->autograd_meta_destroy)
     t->autograd_meta_destroy(t->autograd_meta);

@@ -2,9 +2,9 @@
  * tensor_internal.h - the bodies of disp_storage and disp_tensor, and the
  * helpers other modules (views, kernels, autograd) build on.
  *
- * Other modules read the fields directly; they change them only through the
- * disp__ helpers below, which keep the cached values (numel, contiguity) in
- * step.
+ * Other modules read the fields only through the inline accessors below
+ * (Note [Tensor accessors]) and change them only through the disp__ helpers,
+ * which keep the cached values (numel, contiguity) in step.
  */
 #ifndef DISP_TENSOR_INTERNAL_H
 #define DISP_TENSOR_INTERNAL_H
@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "disp/tensor.h"
 #include "strbuf_internal.h"
@@ -121,6 +122,73 @@ struct disp_tensor {
 };
 
 /*
+ * Note [Tensor accessors]
+ * Outside src/tensor, code reads a tensor (and a storage) through these
+ * accessors, never through the struct's fields, so that the representation
+ * (where sizes live, how the offset or the dtype is stored, whether numel is
+ * cached) can change in this one file. .ci/check_tensor_fields.sh fails the
+ * build's checks when a file outside src/tensor reads a field directly.
+ *
+ * Each is a static inline function over a const tensor that returns exactly
+ * the field (or the element of sizes/strides), so it compiles to the same
+ * load as the field read. None checks its arguments: t is non-NULL and d is
+ * in [0, ndim) - validate first, as the field reads did. The pointers they
+ * return are borrowed and live while t does and its shape does not change.
+ *
+ *   disp__t_ndim(t)             number of dims (0 for a scalar)
+ *   disp__t_size(t, d)          size of dim d;   disp__t_sizes(t)   all ndim
+ *   disp__t_stride(t, d)        stride of dim d; disp__t_strides(t) all ndim
+ *                               (elements; only meaningful when has_strides)
+ *   disp__t_numel(t)            product of the sizes (cached)
+ *   disp__t_offset(t)           storage offset, in elements
+ *   disp__t_dtype(t), disp__t_layout(t), disp__t_device(t)
+ *   disp__t_device_type(t), disp__t_device_index(t)   its two parts
+ *   disp__t_is_contiguous(t)    row-major contiguous (cached)
+ *   disp__t_has_strides(t)      0 for opaque tensors (no strides, no storage)
+ *   disp__t_storage(t)          borrowed storage; NULL for opaque tensors
+ *   disp__t_data(t)             address of the first element: storage data +
+ *                               offset * itemsize; NULL when the storage has
+ *                               no bytes. t must have a storage (strides).
+ *   disp__t_requires_grad(t), disp__t_is_inference(t)
+ *   disp__tensor_autograd_meta(t)  the autograd slot (autograd owns its type)
+ *   disp__storage_data(st), disp__storage_nbytes(st)
+ * The key set is disp__tensor_head_keys (tensor_ref_internal.h).
+ */
+static inline int disp__t_ndim(const disp_tensor *t) { return t->ndim; }
+static inline int64_t disp__t_size(const disp_tensor *t, int64_t d) { return t->sizes[d]; }
+static inline const int64_t *disp__t_sizes(const disp_tensor *t) { return t->sizes; }
+static inline int64_t disp__t_stride(const disp_tensor *t, int64_t d) { return t->strides[d]; }
+static inline const int64_t *disp__t_strides(const disp_tensor *t) { return t->strides; }
+static inline int64_t disp__t_numel(const disp_tensor *t) { return t->numel; }
+static inline int64_t disp__t_offset(const disp_tensor *t) { return t->storage_offset; }
+static inline disp_dtype disp__t_dtype(const disp_tensor *t) { return t->dtype; }
+static inline disp_layout disp__t_layout(const disp_tensor *t) { return t->layout; }
+/* Copied as bytes: returning t->device builds the value field by field (the
+ * padding is not copied), two loads, a shift and an or where the field read
+ * passed one 8-byte load. */
+static inline disp_device disp__t_device(const disp_tensor *t) {
+  disp_device d;
+  memcpy(&d, &t->device, sizeof d);
+  return d;
+}
+static inline disp_backend disp__t_device_type(const disp_tensor *t) { return t->device.type; }
+static inline int16_t disp__t_device_index(const disp_tensor *t) { return t->device.index; }
+static inline int disp__t_is_contiguous(const disp_tensor *t) { return t->is_contiguous; }
+static inline int disp__t_has_strides(const disp_tensor *t) { return t->has_strides; }
+static inline int disp__t_requires_grad(const disp_tensor *t) { return t->requires_grad; }
+static inline int disp__t_is_inference(const disp_tensor *t) { return t->is_inference; }
+static inline disp_storage *disp__t_storage(const disp_tensor *t) { return t->storage; }
+static inline void *disp__storage_data(const disp_storage *st) { return st->data; }
+static inline size_t disp__storage_nbytes(const disp_storage *st) { return st->nbytes; }
+
+static inline void *disp__t_data(const disp_tensor *t) {
+  char *base = (char *)t->storage->data; /* NULL for zero bytes: no arithmetic on it */
+  return base ? base + t->storage_offset * (int64_t)disp_dtype_itemsize(t->dtype) : NULL;
+}
+
+static inline void *disp__tensor_autograd_meta(const disp_tensor *t) { return t->autograd_meta; }
+
+/*
  * disp__tensor_set_sizes_strides - replace the shape (strides NULL:
  * contiguous; ignored for tensors without strides) and recompute numel and
  * contiguity. Validates as the constructors do (ndim range, negative sizes
@@ -153,8 +221,8 @@ void disp__tensor_contiguous_strides(const int64_t *sizes, int ndim, int64_t *ou
 /* disp__format_int_list - appends "[2, 3]" (PyTorch's IntArrayRef print). */
 void disp__format_int_list(disp_strbuf *b, const int64_t *v, int n);
 
-/* Autograd slot: the previous meta, if any, is destroyed by set. */
-void *disp__tensor_autograd_meta(const disp_tensor *t);
+/* Autograd slot (read with disp__tensor_autograd_meta): the previous meta,
+ * if any, is destroyed by set. */
 void disp__tensor_set_autograd_meta(disp_tensor *t, void *meta, void (*destroy)(void *meta));
 
 /* For autograd's history: a computed tensor requires grad and is no leaf,
