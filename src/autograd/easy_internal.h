@@ -1,0 +1,73 @@
+/*
+ * easy_internal.h - what the concise functions (disp/easy.h) share with
+ * their generated bodies (easy_ops.c, tools/gen_api.c): the thread's scope
+ * stack and the error rule of Note [Concise errors], and the conversions to
+ * the typed entries' argument types.
+ */
+#ifndef DISP_EASY_INTERNAL_H
+#define DISP_EASY_INTERNAL_H
+
+#include <math.h>
+
+#include <disp.h>
+
+#define DISP__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* The thread's scopes (Note [Scopes]): the tensors of every open scope in
+ * creation order, each scope's from its mark on. */
+typedef struct disp__easy_state {
+  disp_tensor **items;
+  size_t len, cap;
+  unsigned depth;    /* open scopes; 0: results go to the caller */
+  uint64_t fail_seq; /* disp__error_seq after the last concise failure */
+} disp__easy_state;
+
+/* initial-exec: one %fs-relative access on the hot path, not a call. */
+extern _Thread_local disp__easy_state disp__easy_tls __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* Gives t (a new reference, not NULL) to the current scope, if any; t, or
+ * NULL when the scope could not grow (t released, DISP_ERR_NO_MEMORY). */
+disp_tensor *disp__easy_own_slow(disp_tensor *t);
+static inline disp_tensor *disp__easy_own(disp_tensor *t) {
+  disp__easy_state *e = &disp__easy_tls;
+  if (!e->depth) return t;
+  if (DISP__UNLIKELY(e->len == e->cap)) return disp__easy_own_slow(t);
+  e->items[e->len++] = t;
+  return t;
+}
+
+/* A concise call failed (its message is set): NULL. */
+disp_tensor *disp__easy_failed(void);
+/* Argument `arg` of `fn` is NULL: NULL, keeping an earlier concise
+ * failure's message (Note [Concise errors]), else setting one. */
+disp_tensor *disp__easy_null(const char *fn, const char *arg);
+
+static inline int disp__easy_null_in(disp_tensor_list l) {
+  if (l.len && !l.data) return 1;
+  for (size_t i = 0; i < l.len; i++)
+    if (!l.data[i]) return 1;
+  return 0;
+}
+
+/* Note [Concise argument types]: the typed entries' forms. */
+static inline disp_scalar disp__easy_scalar(double v) {
+  return fabs(v) < 9.0e15 && v == (double)(int64_t)v ? disp_scalar_int((int64_t)v) : disp_scalar_double(v);
+}
+static inline disp_scalar disp__easy_opt_scalar(double v) {
+  disp_scalar none = {DISP_SCALAR_NONE, {0}};
+  return isnan(v) ? none : disp__easy_scalar(v);
+}
+static inline disp_opt_int disp__easy_opt_int(int64_t v) {
+  disp_opt_int o = {v, v != INT64_MIN};
+  return o;
+}
+static inline disp_opt_double disp__easy_opt_double(double v) {
+  disp_opt_double o = {v, !isnan(v)};
+  return o;
+}
+static inline disp_opt_int_list disp__easy_opt_ints(disp_int_list v) {
+  disp_opt_int_list o = {v, v.data != NULL};
+  return o;
+}
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * easy_scope.c - the thread's scopes and the error rule of the concise API
+ * (disp/easy.h: Note [Scopes], Note [Concise errors]).
+ */
+#include <stdlib.h>
+
+#include "alloc_internal.h"
+#include "easy_internal.h"
+#include "error_internal.h"
+
+_Thread_local disp__easy_state disp__easy_tls __attribute__((tls_model("initial-exec")));
+
+disp_scope disp_scope_begin(void) {
+  disp__easy_state *e = &disp__easy_tls;
+  disp_scope s = {e->len, ++e->depth, 1};
+  return s;
+}
+
+void disp_scope_end(disp_scope *s) {
+  disp__easy_state *e = &disp__easy_tls;
+  if (!s || !s->open) return;
+  s->open = 0;
+  /* An inner scope ended already with an outer one (out of order): its
+   * tensors are gone; nothing is left to do. */
+  if (s->depth > e->depth) return;
+  while (e->len > s->mark) disp_tensor_release(e->items[--e->len]);
+  e->depth = s->depth - 1;
+  if (e->depth == 0) {
+    /* No scope left: give the array back, so a thread that ends holds
+     * nothing (LeakSanitizer checks it). */
+    disp__free(e->items);
+    e->items = NULL;
+    e->cap = 0;
+  }
+}
+
+disp_tensor *disp__easy_own_slow(disp_tensor *t) {
+  disp__easy_state *e = &disp__easy_tls;
+  size_t cap = e->cap ? 2 * e->cap : 64;
+  disp_tensor **items = disp__realloc(e->items, cap * sizeof *items);
+  if (!items) {
+    disp_tensor_release(t);
+    disp__fail(DISP_ERR_NO_MEMORY, "out of memory: a scope could not keep one more tensor");
+    return disp__easy_failed();
+  }
+  e->items = items;
+  e->cap = cap;
+  e->items[e->len++] = t;
+  return t;
+}
+
+disp_tensor *disp__easy_failed(void) {
+  disp__easy_tls.fail_seq = disp__error_seq;
+  return NULL;
+}
+
+disp_tensor *disp__easy_null(const char *fn, const char *arg) {
+  disp__easy_state *e = &disp__easy_tls;
+  if (e->fail_seq && e->fail_seq == disp__error_seq) return NULL;
+  disp__fail(DISP_ERR_INVALID_ARG, "%s: %s is NULL", fn, arg);
+  return disp__easy_failed();
+}
+
+disp_tensor *disp_keep(disp_tensor *t) { return disp_tensor_retain(t); }
+
+disp_grad_guard disp_no_grad_begin(void) {
+  disp_grad_guard g = {disp_grad_mode_enabled(), 1};
+  disp_grad_mode_push(0);
+  return g;
+}
+
+void disp_no_grad_end(disp_grad_guard *g) {
+  if (!g || !g->open) return;
+  g->open = 0;
+  disp_grad_mode_push(g->previous);
+}
