@@ -15,8 +15,8 @@
  * The concise C type of a schema type (Note [Concise argument types] in
  * include/disp/easy.h): Tensor and Tensor? -> disp_tensor *; Tensor[] ->
  * disp_tensor_list; int -> int64_t (int reduction -> disp_reduction); int? ->
- * int64_t, DISP_NONE_INT = None; int[] and int[]? -> disp_int_list, a NULL
- * data pointer = None (DISP_DIMS(...) builds one); float, Scalar -> double;
+ * int64_t, DISP_NONE_INT = None; int[] and int[]? -> disp_dims (by value;
+ * DISP_DIMS(...) builds one, DISP_DIMS_NONE is None); float, Scalar -> double;
  * float?, Scalar? -> double, NaN (DISP_NONE) = None; bool -> bool;
  * ScalarType(?) -> disp_dtype, DISP_DTYPE_NONE = None. Any other argument
  * with a default (Layout?, Device?, Generator?, ...) is not offered and
@@ -42,8 +42,8 @@ typedef enum ekind {
 
 static const char *const ctypes[] = {
     [E_TENSOR] = "disp_tensor *", [E_OPT_TENSOR] = "disp_tensor *", [E_TENSOR_LIST] = "disp_tensor_list",
-    [E_INT] = "int64_t", [E_OPT_INT] = "int64_t", [E_INT_LIST] = "disp_int_list",
-    [E_OPT_INT_LIST] = "disp_int_list", [E_REDUCTION] = "disp_reduction", [E_DOUBLE] = "double",
+    [E_INT] = "int64_t", [E_OPT_INT] = "int64_t", [E_INT_LIST] = "disp_dims",
+    [E_OPT_INT_LIST] = "disp_dims", [E_REDUCTION] = "disp_reduction", [E_DOUBLE] = "double",
     [E_OPT_DOUBLE] = "double", [E_SCALAR] = "double", [E_OPT_SCALAR] = "double", [E_BOOL] = "bool",
     [E_DTYPE] = "disp_dtype", [E_OPT_DTYPE] = "disp_dtype",
 };
@@ -145,11 +145,12 @@ static int emit_default(FILE *h, const disp_schema *s, ekind k, int i) {
 /* The typed entry's argument for argument i, named v (o.NAME or NAME). */
 static int emit_typed_arg(FILE *c, const disp_schema *s, const disp_signature *sig, ekind k, int i, const char *v) {
   switch (k) {
-    case E_TENSOR: case E_OPT_TENSOR: case E_TENSOR_LIST: case E_INT: case E_INT_LIST: case E_DOUBLE: case E_BOOL:
+    case E_TENSOR: case E_OPT_TENSOR: case E_TENSOR_LIST: case E_INT: case E_DOUBLE: case E_BOOL:
       fprintf(c, "%s", v);
       return 0;
+    case E_INT_LIST: fprintf(c, "disp__easy_ints(&%s)", v); return 0;
     case E_OPT_INT: fprintf(c, "disp__easy_opt_int(%s)", v); return 0;
-    case E_OPT_INT_LIST: fprintf(c, "disp__easy_opt_ints(%s)", v); return 0;
+    case E_OPT_INT_LIST: fprintf(c, "disp__easy_opt_ints(&%s)", v); return 0;
     case E_REDUCTION: fprintf(c, "(int64_t)%s", v); return 0;
     case E_OPT_DOUBLE: fprintf(c, "disp__easy_opt_double(%s)", v); return 0;
     case E_SCALAR: fprintf(c, "disp__easy_scalar(%s)", v); return 0;

@@ -50,8 +50,8 @@
  * defaults, non-zero ones too (alpha = 1, stride = 1, reduction = mean).
  * Types: Tensor, Tensor? -> disp_tensor * (NULL = None); Tensor[] ->
  * disp_tensor_list (DISP_TENSORS(a, b)); int -> int64_t; int? -> int64_t
- * (DISP_NONE_INT = None); int[], int[]? -> disp_int_list (DISP_DIMS(1, 2);
- * DISP_DIMS_NONE = None, which 1.13's sum/mean read as "all dimensions");
+ * (DISP_NONE_INT = None); int[], int[]? -> disp_dims (DISP_DIMS(1, 2);
+ * DISP_DIMS_NONE = None; an omitted dim of sum/mean: all dimensions);
  * float, Scalar -> double (a Scalar with an integral value is passed as an
  * int, as Python's literal 2 would be); float?, Scalar? -> double (DISP_NONE,
  * a NaN, = None); bool -> bool; ScalarType -> disp_dtype (DISP_DTYPE_NONE =
@@ -63,7 +63,11 @@
  * warn about it under -Wextra (-Woverride-init, -Winitializer-overrides),
  * so DISP__OPTS silences exactly that warning around the literal (GCC
  * needs a statement expression to place the pragma; other compilers get the
- * plain literal). The macros are C only; from C++ call disp_NAME_with.
+ * plain literal). Clang 14 runs the _Pragma of a macro's argument when it
+ * pre-expands it, so a call with options written inside another macro's
+ * argument (assert(disp_item(disp_sum(x, .keepdim = true)) > 0)) still
+ * warns there: give the result a name first. The macros are C only; from
+ * C++ call disp_NAME_with.
  *
  * Thread safety: every function is thread-safe as the typed entry it calls;
  * scopes and grad mode are per thread.
@@ -87,14 +91,29 @@ extern "C" {
 
 /* ---- argument literals --------------------------------------------------- */
 
-/* DISP_DIMS(2, 3) - a disp_int_list of its arguments (a compound literal:
- * valid in the enclosing block). DISP_SHAPE is the same, for shapes. */
-#define DISP_DIMS(...) \
-  ((disp_int_list){(const int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)})
+/*
+ * disp_dims - a list of up to DISP_DIMS_MAX integers held by value: the
+ * concise API's int[] (shapes, dims, strides). By value because options are
+ * built in a statement expression under GCC (DISP__OPTS), where an array
+ * compound literal would not outlive the expression. len -1 is None.
+ * DISP_DIMS(2, 3) makes one (more than DISP_DIMS_MAX values fail to
+ * compile); DISP_SHAPE is the same, for shapes; DISP_DIMS_EMPTY is [] and
+ * DISP_DIMS_NONE None. Tensors of more dimensions: disp/aten.h's typed
+ * entries.
+ */
+#define DISP_DIMS_MAX 8
+typedef struct disp_dims {
+  int64_t len;
+  int64_t v[DISP_DIMS_MAX];
+} disp_dims;
+#define DISP__COUNT(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+#define DISP_DIMS(...)                                                                   \
+  ((disp_dims){(int64_t)DISP__COUNT(__VA_ARGS__) +                                      \
+                   0 * (int64_t)sizeof(char[DISP__COUNT(__VA_ARGS__) <= DISP_DIMS_MAX ? 1 : -1]), \
+               {__VA_ARGS__}})
 #define DISP_SHAPE(...) DISP_DIMS(__VA_ARGS__)
-/* The empty list [], and None for an int[]? option. */
-#define DISP_DIMS_EMPTY ((disp_int_list){(const int64_t[]){0}, 0})
-#define DISP_DIMS_NONE ((disp_int_list){NULL, 0})
+#define DISP_DIMS_EMPTY ((disp_dims){0, {0}})
+#define DISP_DIMS_NONE ((disp_dims){-1, {0}})
 /* DISP_TENSORS(a, b) - a disp_tensor_list of its arguments. */
 #define DISP_TENSORS(...) \
   ((disp_tensor_list){(disp_tensor *const[]){__VA_ARGS__}, sizeof((disp_tensor *[]){__VA_ARGS__}) / sizeof(disp_tensor *)})
@@ -122,6 +141,7 @@ typedef enum disp_reduction {
     _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpragmas\"") \
     _Pragma("GCC diagnostic ignored \"-Woverride-init\"")                       \
     _Pragma("GCC diagnostic ignored \"-Woverride-init-side-effects\"")          \
+    _Pragma("GCC diagnostic ignored \"-Wshadow\"") /* options inside options */ \
     T disp__o = {__VA_ARGS__};                                                  \
     _Pragma("GCC diagnostic pop") disp__o;                                      \
   }))
@@ -211,7 +231,7 @@ DISP_API void disp_no_grad_end(disp_grad_guard *g);
  * with elements, negative size, bad dtype), DISP_ERR_NO_MEMORY.
  */
 #define disp_from(DATA, ...) disp_from_data((DATA), DISP__DTYPE_OF(DATA), DISP_DIMS(__VA_ARGS__))
-DISP_API disp_tensor *disp_from_data(const void *data, disp_dtype dtype, disp_int_list shape);
+DISP_API disp_tensor *disp_from_data(const void *data, disp_dtype dtype, disp_dims shape);
 
 /*
  * disp_borrow - a CPU tensor over the caller's memory, without copying
@@ -220,7 +240,7 @@ DISP_API disp_tensor *disp_from_data(const void *data, disp_dtype dtype, disp_in
  * On failure nothing is taken and deleter is not called. Concise result.
  * Errors as disp_from_data.
  */
-DISP_API disp_tensor *disp_borrow(void *data, disp_dtype dtype, disp_int_list shape,
+DISP_API disp_tensor *disp_borrow(void *data, disp_dtype dtype, disp_dims shape,
                                   void (*deleter)(void *data, void *ctx), void *ctx);
 
 /* What the shape constructors take by name: the dtype (float32), the
@@ -254,11 +274,11 @@ typedef disp_new_opts disp_zeros_opts, disp_ones_opts, disp_rand_opts, disp_rand
 #define DISP__DEFAULTS_disp_randn DISP__NEW_DEFAULTS
 #define DISP__DEFAULTS_disp_full DISP__NEW_DEFAULTS
 #define DISP__DEFAULTS_disp_scalar DISP__NEW_DEFAULTS
-DISP_API disp_tensor *disp_zeros_with(disp_int_list shape, disp_new_opts o);
-DISP_API disp_tensor *disp_ones_with(disp_int_list shape, disp_new_opts o);
-DISP_API disp_tensor *disp_rand_with(disp_int_list shape, disp_new_opts o);
-DISP_API disp_tensor *disp_randn_with(disp_int_list shape, disp_new_opts o);
-DISP_API disp_tensor *disp_full_with(disp_int_list shape, double value, disp_new_opts o);
+DISP_API disp_tensor *disp_zeros_with(disp_dims shape, disp_new_opts o);
+DISP_API disp_tensor *disp_ones_with(disp_dims shape, disp_new_opts o);
+DISP_API disp_tensor *disp_rand_with(disp_dims shape, disp_new_opts o);
+DISP_API disp_tensor *disp_randn_with(disp_dims shape, disp_new_opts o);
+DISP_API disp_tensor *disp_full_with(disp_dims shape, double value, disp_new_opts o);
 DISP_API disp_tensor *disp_scalar_with(double value, disp_new_opts o);
 
 /*

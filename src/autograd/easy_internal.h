@@ -65,8 +65,14 @@ static inline disp_opt_double disp__easy_opt_double(double v) {
   disp_opt_double o = {v, !isnan(v)};
   return o;
 }
-static inline disp_opt_int_list disp__easy_opt_ints(disp_int_list v) {
-  disp_opt_int_list o = {v, v.data != NULL};
+/* A disp_dims as the typed entries' list (pointing into *d); None (len
+ * -1) where a list is required is passed as []. */
+static inline disp_int_list disp__easy_ints(const disp_dims *d) {
+  disp_int_list l = {d->v, d->len > 0 ? (size_t)d->len : 0};
+  return l;
+}
+static inline disp_opt_int_list disp__easy_opt_ints(const disp_dims *d) {
+  disp_opt_int_list o = {disp__easy_ints(d), d->len >= 0};
   return o;
 }
 

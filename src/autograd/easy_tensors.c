@@ -14,17 +14,17 @@
 static const disp_device cpu = {DISP_BACKEND_CPU, -1};
 
 /* The shape's element count, or -1 with the error set. */
-static int64_t shape_numel(const char *fn, disp_int_list shape) {
-  if (shape.len > DISP_TENSOR_MAX_DIMS)
-    return disp__fail(DISP_ERR_INVALID_ARG, "%s: %zu dimensions (at most %d)", fn, shape.len, DISP_TENSOR_MAX_DIMS), -1;
+static int64_t shape_numel(const char *fn, disp_dims shape) {
+  if (shape.len < 0 || shape.len > DISP_DIMS_MAX)
+    return disp__fail(DISP_ERR_INVALID_ARG, "%s: %lld dimensions (0 to %d)", fn, (long long)shape.len, DISP_DIMS_MAX), -1;
   int64_t n = 1;
-  for (size_t i = 0; i < shape.len; i++) {
-    if (shape.data[i] < 0)
-      return disp__fail(DISP_ERR_INVALID_ARG, "%s: negative size %lld in dimension %zu", fn,
-                        (long long)shape.data[i], i), -1;
-    if (shape.data[i] && n > INT64_MAX / shape.data[i])
+  for (int64_t i = 0; i < shape.len; i++) {
+    if (shape.v[i] < 0)
+      return disp__fail(DISP_ERR_INVALID_ARG, "%s: negative size %lld in dimension %lld", fn,
+                        (long long)shape.v[i], (long long)i), -1;
+    if (shape.v[i] && n > INT64_MAX / shape.v[i])
       return disp__fail(DISP_ERR_INVALID_ARG, "%s: the shape has too many elements", fn), -1;
-    n *= shape.data[i];
+    n *= shape.v[i];
   }
   return n;
 }
@@ -35,12 +35,12 @@ static int bad_dtype(const char *fn, disp_dtype dt) {
   return 1;
 }
 
-disp_tensor *disp_from_data(const void *data, disp_dtype dtype, disp_int_list shape) {
+disp_tensor *disp_from_data(const void *data, disp_dtype dtype, disp_dims shape) {
   int64_t n = shape_numel("disp_from", shape);
   if (n < 0 || bad_dtype("disp_from", dtype)) return disp__easy_failed();
   if (!data && n > 0) return disp__easy_null("disp_from", "data");
   disp_tensor *t = NULL;
-  if (disp_tensor_empty(shape.data, (int)shape.len, dtype, cpu, &t) != DISP_OK) return disp__easy_failed();
+  if (disp_tensor_empty(shape.v, (int)shape.len, dtype, cpu, &t) != DISP_OK) return disp__easy_failed();
   if (n) memcpy(disp_tensor_data_ptr(t), data, (size_t)n * disp_dtype_itemsize(dtype));
   return disp__easy_own(t);
 }
@@ -59,16 +59,16 @@ static void borrowed_release(void *data, void *ctx) {
   disp__free(b);
 }
 
-disp_tensor *disp_borrow(void *data, disp_dtype dtype, disp_int_list shape, void (*deleter)(void *data, void *ctx),
+disp_tensor *disp_borrow(void *data, disp_dtype dtype, disp_dims shape, void (*deleter)(void *data, void *ctx),
                          void *ctx) {
   int64_t n = shape_numel("disp_borrow", shape);
   if (n < 0 || bad_dtype("disp_borrow", dtype)) return disp__easy_failed();
   if (!data && n > 0) return disp__easy_null("disp_borrow", "data");
-  int64_t strides[DISP_TENSOR_MAX_DIMS + 1];
+  int64_t strides[DISP_DIMS_MAX];
   int64_t step = 1;
-  for (size_t i = shape.len; i-- > 0;) {
+  for (int64_t i = shape.len; i-- > 0;) {
     strides[i] = step;
-    step *= shape.data[i] ? shape.data[i] : 1;
+    step *= shape.v[i] ? shape.v[i] : 1;
   }
   borrowed *b = disp__malloc(sizeof *b);
   if (!b) return disp__fail(DISP_ERR_NO_MEMORY, "disp_borrow: out of memory"), disp__easy_failed();
@@ -81,7 +81,7 @@ disp_tensor *disp_borrow(void *data, disp_dtype dtype, disp_int_list shape, void
   }
   disp_tensor *t = NULL;
   disp_keyset keys = disp_tensor_default_keyset(cpu, dtype, DISP_LAYOUT_STRIDED, disp_inference_mode_enabled());
-  disp_status s = disp_tensor_new_with_storage(st, 0, shape.data, strides, (int)shape.len, dtype, keys, &t);
+  disp_status s = disp_tensor_new_with_storage(st, 0, shape.v, strides, (int)shape.len, dtype, keys, &t);
   b->armed = s == DISP_OK;
   disp_storage_release(st);
   return s == DISP_OK ? disp__easy_own(t) : disp__easy_failed();
@@ -96,8 +96,10 @@ static disp_opt_device opt_device(disp_device d) {
 
 static const disp_opt_bool no_bool = {false, false};
 
-/* The result of a factory call: requires grad if asked, then owned. */
-static disp_tensor *made(disp_status st, disp_tensor *t, disp_new_opts o) {
+/* The result of a factory call (*t after status st): requires grad if
+ * asked, then owned. t by address: read after the call that sets it. */
+static disp_tensor *made(disp_status st, disp_tensor *const *tp, disp_new_opts o) {
+  disp_tensor *t = *tp;
   if (st != DISP_OK) return disp__easy_failed();
   if (o.requires_grad && disp_tensor_set_requires_grad(t, 1) != DISP_OK) {
     disp_tensor_release(t);
@@ -106,37 +108,35 @@ static disp_tensor *made(disp_status st, disp_tensor *t, disp_new_opts o) {
   return disp__easy_own(t);
 }
 
-disp_tensor *disp_zeros_with(disp_int_list shape, disp_new_opts o) {
+disp_tensor *disp_zeros_with(disp_dims shape, disp_new_opts o) {
   disp_tensor *t = NULL;
-  return made(disp_aten_zeros(shape, (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), t, o);
+  return made(disp_aten_zeros(disp__easy_ints(&shape), (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), &t, o);
 }
 
-disp_tensor *disp_ones_with(disp_int_list shape, disp_new_opts o) {
+disp_tensor *disp_ones_with(disp_dims shape, disp_new_opts o) {
   disp_tensor *t = NULL;
-  return made(disp_aten_ones(shape, (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), t, o);
+  return made(disp_aten_ones(disp__easy_ints(&shape), (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), &t, o);
 }
 
-disp_tensor *disp_rand_with(disp_int_list shape, disp_new_opts o) {
+disp_tensor *disp_rand_with(disp_dims shape, disp_new_opts o) {
   disp_tensor *t = NULL;
-  return made(disp_aten_rand(shape, (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), t, o);
+  return made(disp_aten_rand(disp__easy_ints(&shape), (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), &t, o);
 }
 
-disp_tensor *disp_randn_with(disp_int_list shape, disp_new_opts o) {
+disp_tensor *disp_randn_with(disp_dims shape, disp_new_opts o) {
   disp_tensor *t = NULL;
-  return made(disp_aten_randn(shape, (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), t, o);
+  return made(disp_aten_randn(disp__easy_ints(&shape), (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), &t, o);
 }
 
-disp_tensor *disp_full_with(disp_int_list shape, double value, disp_new_opts o) {
+disp_tensor *disp_full_with(disp_dims shape, double value, disp_new_opts o) {
   disp_tensor *t = NULL;
-  return made(disp_aten_full(shape, disp_scalar_double(value), (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t),
-              t, o);
+  return made(disp_aten_full(disp__easy_ints(&shape), disp_scalar_double(value), (int32_t)o.dtype, -1, opt_device(o.device), no_bool, &t), &t, o);
 }
 
 disp_tensor *disp_scalar_with(double value, disp_new_opts o) {
   disp_tensor *t = NULL;
   return made(disp_aten_scalar_tensor(disp_scalar_double(value), (int32_t)o.dtype, -1, opt_device(o.device), no_bool,
-                                      &t),
-              t, o);
+                                      &t), &t, o);
 }
 
 disp_tensor *disp_requires_grad(disp_tensor *t) {
