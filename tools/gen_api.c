@@ -237,8 +237,10 @@ static int emit_decl(FILE *h, const decl *r, const disp_schema *s, const disp_si
   return 0;
 }
 
-/* The body of row d: NULL checks that keep an earlier failure's message,
- * the typed call, the result handed to the current scope. */
+/* The body of row d: the typed call, the result handed to the current
+ * scope. A NULL argument is found only after a failed call, from the typed
+ * entry's message (it refuses NULL itself): the hot path is the typed call, a test and the owner check
+ * (Note [Concise call cost] in src/autograd/easy_internal.h). */
 static int emit_body(FILE *c, const decl *r, const disp_schema *s, const disp_signature *sig) {
   int nopt = option_count(s, sig);
   char nm[64], v[80];
@@ -248,15 +250,7 @@ static int emit_body(FILE *c, const decl *r, const disp_schema *s, const disp_si
   for (int i = 0; i < sig->nargs; i++) npos -= kind_of(s, sig, i) == E_HIDDEN;
   if (nopt) fprintf(c, "%sdisp_%s_opts o", npos ? ", " : "", r->api);
   else if (!npos) fprintf(c, "void");
-  fprintf(c, ") {\n");
-  for (int i = 0; i < sig->nargs; i++) {
-    ekind k = kind_of(s, sig, i);
-    cname(nm, sizeof nm, s->args[i].name);
-    if (k == E_TENSOR) fprintf(c, "  if (DISP__UNLIKELY(!%s)) return disp__easy_null(\"disp_%s\", \"%s\");\n", nm, r->api, nm);
-    if (k == E_TENSOR_LIST)
-      fprintf(c, "  if (DISP__UNLIKELY(disp__easy_null_in(%s))) return disp__easy_null(\"disp_%s\", \"%s\");\n", nm, r->api, nm);
-  }
-  fprintf(c, "  disp_tensor *r = NULL;\n  if (DISP__UNLIKELY(disp_aten_%s(", r->id);
+  fprintf(c, ") {\n  disp_tensor *r; /* the typed entry sets it */\n  if (DISP__UNLIKELY(disp_aten_%s(", r->id);
   for (int i = 0; i < sig->nargs; i++) {
     ekind k = kind_of(s, sig, i);
     cname(nm, sizeof nm, s->args[i].name);
@@ -267,7 +261,8 @@ static int emit_body(FILE *c, const decl *r, const disp_schema *s, const disp_si
       return 1;
     }
   }
-  fprintf(c, "%s&r) != DISP_OK)) return disp__easy_failed();\n  return disp__easy_own(r);\n}\n\n", sig->nargs ? ", " : "");
+  fprintf(c, "%s&r) != DISP_OK))\n    return disp__easy_call_failed(\"disp_%s\");\n", sig->nargs ? ", " : "", r->api);
+  fprintf(c, "  return disp__easy_own(r);\n}\n\n");
   return 0;
 }
 

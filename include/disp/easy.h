@@ -291,6 +291,11 @@ DISP_API disp_tensor *disp_requires_grad(disp_tensor *t);
 
 /* ---- reading results ------------------------------------------------------- */
 
+/* disp_last_status - the status this thread's current error message was
+ * set with (DISP_OK after disp_clear_error or before any error): the code
+ * behind a concise NULL. Thread-safe (per thread). */
+DISP_API disp_status disp_last_status(void);
+
 /* disp_item - the value of a one-element tensor as a double; NaN for NULL
  * or any other failure, with the error set (Note [Concise errors]). */
 DISP_API double disp_item(disp_tensor *t);

@@ -8,27 +8,48 @@
 #define DISP_EASY_INTERNAL_H
 
 #include <math.h>
+#include <stdatomic.h>
 
 #include <disp.h>
 
 #define DISP__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/*
+ * Note [Concise call cost]
+ * A concise call costs its typed call plus at most 10 instructions
+ * (bench/dispatch prints the difference). So its hot path is: the typed
+ * call (which refuses NULL arguments itself), a test of its status, and the
+ * owner check - one load of a process-wide count of open scopes, and only
+ * when some thread has one open, the thread's own (a TLS access in a shared
+ * library costs a GOT load more). NULL arguments are looked at after a
+ * failure only, in the typed entry's message (keeping the arguments for
+ * the cold path would cost a saved register), where the chain rule (Note
+ * [Concise errors]) restores the earlier failure's message it replaced.
+ */
+
 /* The thread's scopes (Note [Scopes]): the tensors of every open scope in
- * creation order, each scope's from its mark on. */
+ * creation order, each scope's from its mark on; and the last concise
+ * failure, to restore its message (easy_scope.c). */
+enum { DISP__EASY_SAVED_MSG = 1024 };
 typedef struct disp__easy_state {
   disp_tensor **items;
   size_t len, cap;
   unsigned depth;    /* open scopes; 0: results go to the caller */
   uint64_t fail_seq; /* disp__error_seq after the last concise failure */
+  disp_status fail_status;
+  char fail_msg[DISP__EASY_SAVED_MSG]; /* its message (truncated) */
 } disp__easy_state;
 
 /* initial-exec: one %fs-relative access on the hot path, not a call. */
 extern _Thread_local disp__easy_state disp__easy_tls __attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* Open scopes on every thread (relaxed: a thread reads its own updates). */
+extern _Atomic(long) disp__easy_open_scopes __attribute__((visibility("hidden")));
 
 /* Gives t (a new reference, not NULL) to the current scope, if any; t, or
  * NULL when the scope could not grow (t released, DISP_ERR_NO_MEMORY). */
 disp_tensor *disp__easy_own_slow(disp_tensor *t);
 static inline disp_tensor *disp__easy_own(disp_tensor *t) {
+  if (__builtin_expect(atomic_load_explicit(&disp__easy_open_scopes, memory_order_relaxed) == 0, 1)) return t;
   disp__easy_state *e = &disp__easy_tls;
   if (!e->depth) return t;
   if (DISP__UNLIKELY(e->len == e->cap)) return disp__easy_own_slow(t);
@@ -36,6 +57,10 @@ static inline disp_tensor *disp__easy_own(disp_tensor *t) {
   return t;
 }
 
+/* The typed call of concise function fn failed: NULL. When it refused a
+ * NULL argument (Note [NULL arguments] in disp/status.h: "disp_aten_ID: ARG
+ * is NULL"), its message gives way to the chain's, or is reworded for fn. */
+disp_tensor *disp__easy_call_failed(const char *fn);
 /* A concise call failed (its message is set): NULL. */
 disp_tensor *disp__easy_failed(void);
 /* Argument `arg` of `fn` is NULL: NULL, keeping an earlier concise
