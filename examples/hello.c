@@ -6,6 +6,5 @@ int main(void) {
   float x[] = {1, -2, 3, -4, 5, -6}, y[] = {6, 5, 4, 3, 2, 1};
   disp_status st = disp_print(disp_relu(disp_add(disp_from(x, 2, 3), disp_from(y, 2, 3))));
   if (st != DISP_OK) fprintf(stderr, "hello: %s\n", disp_last_error());
-  disp_scope_end(&s);
-  return st != DISP_OK;
+  return disp_scope_end(&s), st != DISP_OK;
 }

@@ -61,6 +61,7 @@ disp_status models_adopt(models_net *n, models_kind kind, disp_tensor **params, 
 /* The forward passes in the concise API (disp/easy.h): each call returns
  * its result, owned by the scope models_forward opens. */
 
+/* count:mlp_net count:cnn_net (scripts/count_lines.sh) */
 /* linear -> relu -> ... -> linear over layers [0, layers) of p. */
 static disp_tensor *mlp(disp_tensor *h, disp_tensor *const *p, int layers) {
   for (int l = 0; l < layers; l++) {
@@ -69,7 +70,9 @@ static disp_tensor *mlp(disp_tensor *h, disp_tensor *const *p, int layers) {
   }
   return h;
 }
+/* count:end of mlp_net */
 
+/* count:cnn_net */
 /* conv3x3 (padding 1) -> relu -> max_pool2d(2). */
 static disp_tensor *conv_block(disp_tensor *x, disp_tensor *w, disp_tensor *b) {
   disp_tensor *c = disp_conv2d(x, w, .bias = b, .padding = DISP_DIMS(1, 1));
@@ -80,6 +83,7 @@ static disp_tensor *cnn(disp_tensor *const *p, disp_tensor *x) {
   disp_tensor *h = conv_block(conv_block(x, p[0], p[1]), p[2], p[3]);
   return mlp(disp_flatten(h, .start_dim = 1), p + 4, 2);
 }
+/* count:end */
 
 disp_status models_forward(void *net, disp_tensor *x, disp_tensor **logits) {
   const models_net *n = net;

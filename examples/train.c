@@ -134,6 +134,7 @@ typedef struct epoch_stats {
   double seconds;
 } epoch_stats;
 
+/* count:step (scripts/count_lines.sh) */
 disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss) {
   disp_tensor *logits = NULL;
   disp_status st = m->forward(m->state, x, &logits);
@@ -148,6 +149,7 @@ disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp
   disp_tensor_release(logits);
   return st;
 }
+/* count:end */
 
 static void progress(int epoch, const train_flags *f, int64_t b, int64_t nb, const epoch_stats *s, double t0) {
   double dt = now_s() - t0;
@@ -185,6 +187,7 @@ static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_s
 
 /* ---- evaluation ------------------------------------------------------------------------ */
 
+/* count:accuracy */
 static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, int64_t *correct) {
   disp_tensor *logits = NULL;
   disp_status st = m->forward(m->state, x, &logits);
@@ -196,6 +199,7 @@ static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, in
   disp_tensor_release(logits);
   return st;
 }
+/* count:end */
 
 static disp_status evaluate(train_model *m, const fmnist_set *test, disp_device dev, double *accuracy) {
   int64_t *order = malloc((size_t)test->count * sizeof *order), correct = 0, bs = 1000;

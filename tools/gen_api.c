@@ -250,7 +250,7 @@ static int emit_body(FILE *c, const decl *r, const disp_schema *s, const disp_si
   for (int i = 0; i < sig->nargs; i++) npos -= kind_of(s, sig, i) == E_HIDDEN;
   if (nopt) fprintf(c, "%sdisp_%s_opts o", npos ? ", " : "", r->api);
   else if (!npos) fprintf(c, "void");
-  fprintf(c, ") {\n  disp_tensor *r; /* the typed entry sets it */\n  if (DISP__UNLIKELY(disp_aten_%s(", r->id);
+  fprintf(c, ") {\n  disp_tensor *r; /* the typed entry sets it */\n  disp_status st = disp_aten_%s(", r->id);
   for (int i = 0; i < sig->nargs; i++) {
     ekind k = kind_of(s, sig, i);
     cname(nm, sizeof nm, s->args[i].name);
@@ -261,8 +261,10 @@ static int emit_body(FILE *c, const decl *r, const disp_schema *s, const disp_si
       return 1;
     }
   }
-  fprintf(c, "%s&r) != DISP_OK))\n    return disp__easy_call_failed(\"disp_%s\");\n", sig->nargs ? ", " : "", r->api);
-  fprintf(c, "  return disp__easy_own(r);\n}\n\n");
+  /* one test for "failed or a scope is open somewhere" */
+  fprintf(c, "%s&r);\n  if (DISP__UNLIKELY(disp__easy_slow(st))) return disp__easy_finish(r, st, \"disp_%s\");\n",
+          sig->nargs ? ", " : "", r->api);
+  fprintf(c, "  return r;\n}\n\n");
   return 0;
 }
 

@@ -18,10 +18,10 @@
  * Note [Concise call cost]
  * A concise call costs its typed call plus at most 10 instructions
  * (bench/dispatch prints the difference). So its hot path is: the typed
- * call (which refuses NULL arguments itself), a test of its status, and the
- * owner check - one load of a process-wide count of open scopes, and only
- * when some thread has one open, the thread's own (a TLS access in a shared
- * library costs a GOT load more). NULL arguments are looked at after a
+ * call (which refuses NULL arguments itself) and one test of its status OR
+ * a process-wide count of open scopes (disp__easy_slow); only when that is
+ * non-zero does it look at the thread's own scopes (a TLS access in a
+ * shared library costs a GOT load more) or the failure. NULL arguments are looked at after a
  * failure only, in the typed entry's message (keeping the arguments for
  * the cold path would cost a saved register), where the chain rule (Note
  * [Concise errors]) restores the earlier failure's message it replaced.
@@ -43,7 +43,7 @@ typedef struct disp__easy_state {
 /* initial-exec: one %fs-relative access on the hot path, not a call. */
 extern _Thread_local disp__easy_state disp__easy_tls __attribute__((tls_model("initial-exec"), visibility("hidden")));
 /* Open scopes on every thread (relaxed: a thread reads its own updates). */
-extern _Atomic(long) disp__easy_open_scopes __attribute__((visibility("hidden")));
+extern _Atomic(int) disp__easy_open_scopes __attribute__((visibility("hidden")));
 
 /* Gives t (a new reference, not NULL) to the current scope, if any; t, or
  * NULL when the scope could not grow (t released, DISP_ERR_NO_MEMORY). */
@@ -56,6 +56,14 @@ static inline disp_tensor *disp__easy_own(disp_tensor *t) {
   e->items[e->len++] = t;
   return t;
 }
+
+/* Whether a concise call that returned st needs more than handing back its
+ * result: it failed, or a scope is open on some thread (one test). */
+static inline int disp__easy_slow(disp_status st) {
+  return ((int)st | atomic_load_explicit(&disp__easy_open_scopes, memory_order_relaxed)) != 0;
+}
+/* The rest of such a call: the failure, or the result to the scope. */
+disp_tensor *disp__easy_finish(disp_tensor *r, disp_status st, const char *fn);
 
 /* The typed call of concise function fn failed: NULL. When it refused a
  * NULL argument (Note [NULL arguments] in disp/status.h: "disp_aten_ID: ARG

@@ -11,7 +11,7 @@
 #include "error_internal.h"
 
 _Thread_local disp__easy_state disp__easy_tls __attribute__((tls_model("initial-exec")));
-_Atomic(long) disp__easy_open_scopes;
+_Atomic(int) disp__easy_open_scopes;
 
 disp_scope disp_scope_begin(void) {
   disp__easy_state *e = &disp__easy_tls;
@@ -29,7 +29,7 @@ void disp_scope_end(disp_scope *s) {
   if (s->depth > e->depth) return;
   while (e->len > s->mark) disp_tensor_release(e->items[--e->len]);
   /* this scope and any inner one left open */
-  atomic_fetch_sub_explicit(&disp__easy_open_scopes, (long)(e->depth - s->depth + 1), memory_order_relaxed);
+  atomic_fetch_sub_explicit(&disp__easy_open_scopes, (int)(e->depth - s->depth + 1), memory_order_relaxed);
   e->depth = s->depth - 1;
   if (e->depth == 0) {
     /* No scope left: give the array back, so a thread that ends holds
@@ -61,6 +61,10 @@ disp_tensor *disp__easy_failed(void) {
   e->fail_status = disp__last_status();
   snprintf(e->fail_msg, sizeof e->fail_msg, "%s", disp_last_error());
   return NULL;
+}
+
+disp_tensor *disp__easy_finish(disp_tensor *r, disp_status st, const char *fn) {
+  return st != DISP_OK ? disp__easy_call_failed(fn) : disp__easy_own(r);
 }
 
 /* "disp_aten_ID: ARG is NULL" (the typed entries' refusal): ARG's length
