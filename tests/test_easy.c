@@ -107,10 +107,10 @@ TEST(chain_keeps_its_first_error) {
     ASSERT_EQ_STR(disp_last_error(), "disp_relu: self is NULL");
     disp_clear_error();
     ASSERT_TRUE(disp_add(a, NULL) == NULL);
-    ASSERT_EQ_STR(disp_last_error(), "disp_add: other is NULL");
+    ASSERT_EQ_STR(disp_last_error(), "disp_add_with: other is NULL");
     disp_clear_error();
     ASSERT_TRUE(disp_cat(DISP_TENSORS(a, NULL)) == NULL);
-    ASSERT_EQ_STR(disp_last_error(), "disp_cat: tensors[1] is NULL");
+    ASSERT_EQ_STR(disp_last_error(), "disp_cat_with: tensors[1] is NULL");
     disp_clear_error();
     ASSERT_STATUS(disp_print(NULL), DISP_ERR_INVALID_ARG);
     ASSERT_EQ_STR(disp_last_error(), "disp_print: t is NULL");

@@ -262,8 +262,8 @@ static int emit_body(FILE *c, const decl *r, const disp_schema *s, const disp_si
     }
   }
   /* one test for "failed or a scope is open somewhere" */
-  fprintf(c, "%s&r);\n  if (DISP__UNLIKELY(disp__easy_slow(st))) return disp__easy_finish(r, st, \"disp_%s\");\n",
-          sig->nargs ? ", " : "", r->api);
+  fprintf(c, "%s&r);\n  if (DISP__UNLIKELY(disp__easy_slow(st))) return disp__easy_finish(r, st, \"disp_%s%s\");\n",
+          sig->nargs ? ", " : "", r->api, nopt ? "_with" : "");
   fprintf(c, "  return r;\n}\n\n");
   return 0;
 }

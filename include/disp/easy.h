@@ -192,7 +192,8 @@ DISP_API void disp_scope_end(disp_scope *s);
 
 /*
  * disp_keep - a new reference to t that the caller owns, outliving every
- * scope (release it with disp_tensor_release). NULL gives NULL.
+ * scope (release it with disp_tensor_release). NULL gives NULL (Note
+ * [Concise errors]).
  */
 DISP_API disp_tensor *disp_keep(disp_tensor *t);
 

@@ -102,7 +102,7 @@ disp_tensor *disp__easy_null(const char *fn, const char *arg) {
   return disp__easy_failed();
 }
 
-disp_tensor *disp_keep(disp_tensor *t) { return disp_tensor_retain(t); }
+disp_tensor *disp_keep(disp_tensor *t) { return t ? disp_tensor_retain(t) : disp__easy_null("disp_keep", "t"); }
 
 disp_grad_guard disp_no_grad_begin(void) {
   disp_grad_guard g = {disp_grad_mode_enabled(), 1};

@@ -38,7 +38,7 @@ static int bad_dtype(const char *fn, disp_dtype dt) {
 disp_tensor *disp_from_data(const void *data, disp_dtype dtype, disp_dims shape) {
   int64_t n = shape_numel("disp_from", shape);
   if (n < 0 || bad_dtype("disp_from", dtype)) return disp__easy_failed();
-  if (!data && n > 0) return disp__easy_null("disp_from", "data");
+  if (!data && n > 0) return disp__easy_null("disp_from_data", "data");
   disp_tensor *t = NULL;
   if (disp_tensor_empty(shape.v, (int)shape.len, dtype, cpu, &t) != DISP_OK) return disp__easy_failed();
   if (n) memcpy(disp_tensor_data_ptr(t), data, (size_t)n * disp_dtype_itemsize(dtype));
