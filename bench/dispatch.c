@@ -6,6 +6,10 @@
  *   unboxed_1        DISP_CALL of a one-tensor operator, unboxed kernel
  *   unboxed_2        DISP_CALL of a two-tensor operator, unboxed kernel
  *   builtin_typed    disp_aten_relu (generated typed entry) of a built-in operator
+ *   concise          disp_relu (disp/easy.h, generated over the typed entry),
+ *                    no scope open: its result released as builtin_typed's
+ *   concise_scope    disp_relu in a scope ended every 64 calls, which
+ *                    releases the results
  *   boxed_builtin    disp_call_boxed of a built-in operator's unboxed kernel
  *                    (generated adapter, no libffi)
  *   boxed_ffi        disp_call_boxed of a run-time operator's unboxed kernel (libffi)
@@ -140,6 +144,19 @@ static int run_case(const char *name, long iters) {
       bad += disp_aten_relu(g_pu, &out);
       disp_tensor_release(out);
     }
+  } else if (!strcmp(name, "concise")) {
+    for (long i = 0; i < iters; i++) {
+      out = disp_relu(g_pu);
+      bad += out == NULL;
+      disp_tensor_release(out);
+    }
+  } else if (!strcmp(name, "concise_scope")) {
+    for (long i = 0; i < iters; i += 64) {
+      disp_scope s = disp_scope_begin();
+      for (long j = i; j < i + 64 && j < iters; j++) bad += disp_relu(g_pu) == NULL;
+      disp_scope_end(&s);
+    }
+    out = NULL;
   } else if (!strcmp(name, "boxed_builtin")) {
     for (long i = 0; i < iters; i++) {
       disp_stack_push_tensor(stack, g_pu);
@@ -177,20 +194,21 @@ static int run_case(const char *name, long iters) {
 /* The cases, in table order; 200000 calls a timed run (about 10 ms at
  * 50 ns), 20000 counted under callgrind (the region's fixed cost, the
  * loop's set-up, is then well under 0.1 instruction a call). */
-enum { NCASES = 9, FLOOR = 0, FLOOR_2 = 1, UNBOXED_2 = 3 };
+enum { NCASES = 11, FLOOR = 0, FLOOR_2 = 1, UNBOXED_2 = 3, TYPED = 4, CONCISE = 9, CONCISE_SCOPE = 10 };
 static const bench_spec specs[NCASES] = {
     {"floor", 200000, 20000, NULL},         {"floor_2", 200000, 20000, NULL},
     {"unboxed_1", 200000, 20000, NULL},     {"unboxed_2", 200000, 20000, NULL},
     {"builtin_typed", 200000, 20000, NULL}, {"boxed_builtin", 200000, 20000, NULL},
     {"boxed_ffi", 200000, 20000, NULL},     {"unboxed_boxed", 200000, 20000, NULL},
-    {"closure", 200000, 20000, NULL},
+    {"closure", 200000, 20000, NULL},       {"concise", 200000, 20000, NULL},
+    {"concise_scope", 200000, 20000, NULL},
 };
 
 /* libtorch 1.13 on this kind of machine (the calls issue), ns and
  * instructions per case, -1 where it has no such path; replaced by the
  * twin's figures when bench/dispatch_torch was built. */
-static const double torch_ref_ns[NCASES] = {23, 23, 41, 43, -1, 77, 77, -1, -1};
-static const double torch_ref_ins[NCASES] = {21, 21, 217, 226, -1, 412, 412, -1, -1};
+static const double torch_ref_ns[NCASES] = {23, 23, 41, 43, -1, 77, 77, -1, -1, -1, -1};
+static const double torch_ref_ins[NCASES] = {21, 21, 217, 226, -1, 412, 412, -1, -1, -1, -1};
 
 #ifdef DISP_BENCH_TORCH_EXE
 static const char *const twin = DISP_BENCH_TORCH_EXE;
@@ -243,6 +261,10 @@ int main(int argc, char **argv) {
          "ratios are ours/libtorch for the same case (boxed_ffi is compared with libtorch's boxed call).\n"
          "Times and counts at 1 thread (every pool at 1 under callgrind).\n");
   if (ins[FLOOR] < 0) printf("(valgrind not found: no instruction counts)\n");
+  else
+    printf("\nconcise call: %+.1f instructions a call over the typed call (disp_relu vs disp_aten_relu; budget +10),\n"
+           "%+.1f in a scope (the release moved to the scope's end).\n",
+           ins[CONCISE] - ins[TYPED], ins[CONCISE_SCOPE] - ins[TYPED]);
   disp_tensor_release(g_pu);
   disp_tensor_release(g_a);
   disp_tensor_release(g_b);

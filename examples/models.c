@@ -58,51 +58,37 @@ disp_status models_adopt(models_net *n, models_kind kind, disp_tensor **params, 
   return DISP_OK;
 }
 
-/* linear -> relu -> ... -> linear over layers [0, layers) of p; takes x's
- * reference. */
-static disp_status mlp_layers(disp_tensor *x, disp_tensor *const *p, int layers, disp_tensor **logits) {
-  disp_tensor *h = x;
-  disp_status st = DISP_OK;
-  for (int l = 0; l < layers && st == DISP_OK; l++) {
-    disp_tensor *z = NULL;
-    st = disp_aten_linear(h, p[2 * l], p[2 * l + 1], &z);
-    disp_tensor_release(h);
-    h = z;
-    if (st == DISP_OK && l + 1 < layers) {
-      st = disp_aten_relu(z, &h);
-      disp_tensor_release(z);
-    }
+/* The forward passes in the concise API (disp/easy.h): each call returns
+ * its result, owned by the scope models_forward opens. */
+
+/* count:mlp_net count:cnn_net (scripts/count_lines.sh) */
+/* linear -> relu -> ... -> linear over layers [0, layers) of p. */
+static disp_tensor *mlp(disp_tensor *h, disp_tensor *const *p, int layers) {
+  for (int l = 0; l < layers; l++) {
+    h = disp_linear(h, p[2 * l], .bias = p[2 * l + 1]);
+    if (l + 1 < layers) h = disp_relu(h);
   }
-  *logits = st == DISP_OK ? h : NULL;
-  if (st != DISP_OK) disp_tensor_release(h);
-  return st;
+  return h;
+}
+/* count:end of mlp_net */
+
+/* count:cnn_net */
+/* conv3x3 (padding 1) -> relu -> max_pool2d(2). */
+static disp_tensor *conv_block(disp_tensor *x, disp_tensor *w, disp_tensor *b) {
+  disp_tensor *c = disp_conv2d(x, w, .bias = b, .padding = DISP_DIMS(1, 1));
+  return disp_max_pool2d(disp_relu(c), DISP_DIMS(2, 2));
 }
 
-static const int64_t one2[2] = {1, 1}, two2[2] = {2, 2}, zero2[2] = {0, 0};
-
-/* conv3x3 (padding 1) -> relu -> max_pool2d(2); takes x's reference. */
-static disp_status conv_block(disp_tensor *x, disp_tensor *w, disp_tensor *b, disp_tensor **out) {
-  disp_int_list ones = {one2, 2}, twos = {two2, 2}, zeros = {zero2, 2};
-  disp_tensor *c = NULL, *r = NULL;
-  disp_status st = disp_aten_conv2d(x, w, b, ones, ones, ones, 1, &c);
-  if (st == DISP_OK) st = disp_aten_relu(c, &r);
-  if (st == DISP_OK) st = disp_aten_max_pool2d(r, twos, twos, zeros, ones, false, out);
-  disp_tensor_release(x), disp_tensor_release(c), disp_tensor_release(r);
-  return st;
+static disp_tensor *cnn(disp_tensor *const *p, disp_tensor *x) {
+  disp_tensor *h = conv_block(conv_block(x, p[0], p[1]), p[2], p[3]);
+  return mlp(disp_flatten(h, .start_dim = 1), p + 4, 2);
 }
-
-static disp_status cnn_forward(disp_tensor *const *p, disp_tensor *x, disp_tensor **logits) {
-  disp_tensor *h1 = NULL, *h2 = NULL, *flat = NULL;
-  disp_status st = conv_block(disp_tensor_retain(x), p[0], p[1], &h1);
-  if (st == DISP_OK) st = conv_block(h1, p[2], p[3], &h2);
-  if (st == DISP_OK) st = disp_aten_flatten_using_ints(h2, 1, -1, &flat);
-  disp_tensor_release(h2);
-  return st == DISP_OK ? mlp_layers(flat, p + 4, 2, logits) : st;
-}
+/* count:end */
 
 disp_status models_forward(void *net, disp_tensor *x, disp_tensor **logits) {
   const models_net *n = net;
-  *logits = NULL;
-  if (n->kind == MODELS_CNN) return cnn_forward(n->params, x, logits);
-  return mlp_layers(disp_tensor_retain(x), n->params, n->layers, logits);
+  disp_scope s = disp_scope_begin();
+  *logits = disp_keep(n->kind == MODELS_CNN ? cnn(n->params, x) : mlp(x, n->params, n->layers));
+  disp_scope_end(&s);
+  return *logits ? DISP_OK : disp_last_status();
 }

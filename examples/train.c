@@ -115,18 +115,15 @@ static disp_status params_to_device(train_model *m, disp_device dev) {
 
 disp_status train_param(const int64_t *sizes, int ndim, int64_t fan_in, disp_tensor **out) {
   *out = NULL;
+  if (ndim < 0 || ndim > DISP_DIMS_MAX) return disp_set_error(DISP_ERR_INVALID_ARG, "train_param: %d dimensions", ndim);
   double bound = fan_in > 0 ? 1.0 / sqrt((double)fan_in) : 0.0;
-  disp_int_list l = {sizes, (size_t)ndim};
-  disp_opt_device cpu = {DISP_BACKEND_CPU, -1, true};
-  disp_opt_bool none = {false, false};
-  disp_tensor *u = NULL, *scaled = NULL;
-  disp_status st = disp_aten_rand(l, DISP_DTYPE_FLOAT32, -1, cpu, none, &u); /* [0, 1) */
-  if (st == DISP_OK) st = disp_aten_mul_Scalar(u, disp_scalar_double(2 * bound), &scaled);
-  if (st == DISP_OK) st = disp_aten_sub_Scalar(scaled, disp_scalar_double(bound), disp_scalar_int(1), out);
-  if (st == DISP_OK) st = disp_tensor_set_requires_grad(*out, 1);
-  disp_tensor_release(u);
-  disp_tensor_release(scaled);
-  return st;
+  disp_dims shape = {ndim, {0}};
+  if (ndim) memcpy(shape.v, sizes, (size_t)ndim * sizeof *sizes);
+  disp_scope s = disp_scope_begin();
+  /* uniform in [-bound, bound): 2 * bound * U[0, 1) - bound, a leaf */
+  *out = disp_keep(disp_requires_grad(disp_add_scalar(disp_mul_scalar(disp_rand(shape), 2 * bound), -bound)));
+  disp_scope_end(&s);
+  return *out ? DISP_OK : disp_last_status();
 }
 
 /* ---- one epoch ---------------------------------------------------------------------- */
@@ -137,20 +134,22 @@ typedef struct epoch_stats {
   double seconds;
 } epoch_stats;
 
+/* count:step (scripts/count_lines.sh) */
 disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss) {
-  disp_tensor *logits = NULL, *l = NULL;
-  disp_scalar v;
+  disp_tensor *logits = NULL;
   disp_status st = m->forward(m->state, x, &logits);
-  if (st == DISP_OK) st = disp_aten_cross_entropy_loss(logits, y, NULL, 1, -100, 0.0, &l);
+  disp_scope s = disp_scope_begin();
+  disp_tensor *l = disp_cross_entropy(logits, y);
+  if (st == DISP_OK && !l) st = disp_last_status();
   if (st == DISP_OK) st = disp_optim_zero_grad(opt, 1);
-  if (st == DISP_OK) st = disp_autograd_backward(&l, 1, NULL, 0, 0);
+  if (st == DISP_OK) st = disp_backward(l);
   if (st == DISP_OK) st = disp_optim_step(opt);
-  if (st == DISP_OK) st = disp_aten_item(l, &v);
-  if (st == DISP_OK) *loss = disp_scalar_to_double(v);
-  disp_tensor_release(l);
+  if (st == DISP_OK) *loss = disp_item(l);
+  disp_scope_end(&s);
   disp_tensor_release(logits);
   return st;
 }
+/* count:end */
 
 static void progress(int epoch, const train_flags *f, int64_t b, int64_t nb, const epoch_stats *s, double t0) {
   double dt = now_s() - t0;
@@ -188,19 +187,19 @@ static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_s
 
 /* ---- evaluation ------------------------------------------------------------------------ */
 
+/* count:accuracy */
 static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, int64_t *correct) {
-  disp_tensor *logits = NULL, *pred = NULL, *eq = NULL, *n = NULL;
-  disp_opt_int dim1 = {1, true};
-  disp_scalar v;
+  disp_tensor *logits = NULL;
   disp_status st = m->forward(m->state, x, &logits);
-  if (st == DISP_OK) st = disp_aten_argmax(logits, dim1, false, &pred);
-  if (st == DISP_OK) st = disp_aten_eq_Tensor(pred, y, &eq);
-  if (st == DISP_OK) st = disp_aten_sum(eq, -1, &n);
-  if (st == DISP_OK) st = disp_aten_item(n, &v);
-  if (st == DISP_OK) *correct += (int64_t)disp_scalar_to_double(v);
-  disp_tensor_release(n), disp_tensor_release(eq), disp_tensor_release(pred), disp_tensor_release(logits);
+  disp_scope s = disp_scope_begin();
+  double n = disp_item(disp_sum(disp_eq(disp_argmax(logits, .dim = 1), y)));
+  if (st == DISP_OK && isnan(n)) st = disp_last_status();
+  if (st == DISP_OK) *correct += (int64_t)n;
+  disp_scope_end(&s);
+  disp_tensor_release(logits);
   return st;
 }
+/* count:end */
 
 static disp_status evaluate(train_model *m, const fmnist_set *test, disp_device dev, double *accuracy) {
   int64_t *order = malloc((size_t)test->count * sizeof *order), correct = 0, bs = 1000;

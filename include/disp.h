@@ -26,6 +26,8 @@
  *   disp/plugin.h      backend plugins: load, attribute, unload (DISP_PLUGINS)
  *   disp/cpu_fallback.h  PyTorch's cpu_fallback: run what a backend lacks on the CPU
  *   disp/stub.h        inner loops a backend registers instead of whole kernels
+ *   disp/easy.h        the concise face: operators returning results, tensors
+ *                      from C data, scopes, options by name (programs start here)
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -65,5 +67,6 @@
 #include "disp/cpu_fallback.h"
 #include "disp/optim.h"
 #include "disp/stub.h"
+#include "disp/easy.h"
 
 #endif /* DISP_H */

@@ -102,6 +102,12 @@ static const type_value type_values[] = {
     {"disp_opt_bool", 0, "fx.opt_bool"},
     {"disp_opt_int_list", 0, "fx.opt_int_list"},
     {"disp_opt_device", 0, "fx.opt_device"},
+    /* the concise API (disp/easy.h; its disp_NAME_opts: see find_type) */
+    {"disp_dims", 0, "DISP_DIMS(1)"},
+    {"disp_reduction", 0, "DISP_REDUCTION_MEAN"},
+    {"disp_new_opts", 0, "(disp_new_opts){DISP_DTYPE_FLOAT32, {DISP_BACKEND_CPU, -1}, false}"},
+    {"disp_scope*", 1, "&(disp_scope){0, 0, 0}"},
+    {"disp_grad_guard*", 1, "&(disp_grad_guard){0, 0}"},
     /* objects */
     {"const disp_op*", 1, "fx.op"},
     {"disp_boxed_fn", 1, "fx.kernel.boxed"},
@@ -271,6 +277,15 @@ static const bad_value *bad_value_for(const param *p) {
 static const type_value *find_type(const char *type) {
   for (size_t i = 0; i < sizeof type_values / sizeof type_values[0]; i++)
     if (strcmp(type_values[i].type, type) == 0) return &type_values[i];
+  /* A generated concise function's options (disp/easy_ops.h): all zero. */
+  static char opts_value[160];
+  static type_value opts = {NULL, 0, opts_value};
+  size_t n = strlen(type);
+  if (strncmp(type, "disp_", 5) == 0 && n > 5 && strcmp(type + n - 5, "_opts") == 0 && n < 120) {
+    snprintf(opts_value, sizeof opts_value, "(%s){0}", type);
+    opts.type = type;
+    return &opts;
+  }
   return NULL;
 }
 

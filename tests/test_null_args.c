@@ -71,6 +71,8 @@ static const null_param documented_nullable[] = {
     {"disp_stub_register", "fn", "stub.h: NULL unregisters the stub"},
     {"disp_storage_new_with_data", "release", "tensor.h: release may be NULL (memory not owned)"},
     {"disp_storage_new_with_data", "ctx", "tensor.h: ctx is only passed to release"},
+    {"disp_borrow", "deleter", "easy.h: deleter NULL: the memory is never freed"},
+    {"disp_borrow", "ctx", "easy.h: ctx is only passed to deleter"},
     {"disp_tensor_new_opaque", "handle", "tensor.h: the handle is the backend's, never read"},
     {"disp_tensor_new_opaque", "release", "tensor.h: release may be NULL"},
     {"disp_tensor_new_with_storage", "strides", "tensor.h: NULL means contiguous"},

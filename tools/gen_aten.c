@@ -27,40 +27,8 @@
 #include "builtins_internal.h"
 #include "schema_internal.h"
 #include "signature_internal.h"
+#include "gen_aten.h"
 
-#define DISP_K_CPU 1
-#define DISP_K_META 2
-#define DISP_K_CIA 4
-#define DISP_K_CEA 8
-#define DISP_K_CEANF 16
-#define DISP_K_BSEL 32
-#define DISP_K_ADIOV 64
-#define DISP_K_AUTOCAST_CPU 128
-#define DISP_K_AUTOCAST_CUDA 256
-#define DISP_K_CPU_SCALAR 512
-#define DISP_K_ANY_DEVICE 1024
-#define DISP_K_CPU_SCALARS 2048
-#define DISP_K_META_IS_CPU 4096
-
-/* A row's derivative (manifest.def, .grad): none given, a formula, or
- * NOT_DIFFERENTIABLE. */
-typedef struct grad_spec {
-  const char *node, *inputs, *saved, *backward;
-  int not_differentiable;
-} grad_spec;
-
-typedef struct decl {
-  const char *id;
-  const char *schema;
-  unsigned kernels;
-  grad_spec grad;
-  const char *nondiff_outputs;
-  unsigned stub;
-} decl;
-
-#define GRAD(NODE, INPUTS, SAVED, BACKWARD) {NODE, INPUTS, SAVED, #BACKWARD, 0}
-#define NOT_DIFFERENTIABLE {NULL, NULL, NULL, NULL, 1}
-#define STUB(X) (1u << DISP_STUB_##X)
 
 static const decl decls[] = {
 #define OP(ID, SCHEMA, ...) {.id = #ID, .schema = SCHEMA, .kernels = __VA_ARGS__},
@@ -572,7 +540,9 @@ int main(int argc, char **argv) {
     }
     if (check_row(d, schemas[d])) return 1;
   }
-  if (write_backward_header(argv[1]) || write_formulas(argv[1], schemas) || write_ops_list(argv[1])) return 1;
+  if (write_backward_header(argv[1]) || write_formulas(argv[1], schemas) || write_ops_list(argv[1]) ||
+      gen_api_write(argv[1], decls, NDECLS, schemas, sigs))
+    return 1;
 
   /* ---- disp/aten.h --------------------------------------------------- */
   FILE *h = open_output(argv[1], "disp/aten.h");
