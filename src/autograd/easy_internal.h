@@ -29,7 +29,10 @@
 
 /* The thread's scopes (Note [Scopes]): the tensors of every open scope in
  * creation order, each scope's from its mark on; and the last concise
- * failure, to restore its message (easy_scope.c). */
+ * failure, to restore its message (easy_scope.c keeps the message itself
+ * apart, in dynamic TLS: the initial-exec block of a library others may
+ * dlopen must stay small, or glibc refuses to load it with "cannot allocate
+ * memory in static TLS block"). */
 enum { DISP__EASY_SAVED_MSG = 1024 };
 typedef struct disp__easy_state {
   disp_tensor **items;
@@ -37,7 +40,6 @@ typedef struct disp__easy_state {
   unsigned depth;    /* open scopes; 0: results go to the caller */
   uint64_t fail_seq; /* disp__error_seq after the last concise failure */
   disp_status fail_status;
-  char fail_msg[DISP__EASY_SAVED_MSG]; /* its message (truncated) */
 } disp__easy_state;
 
 /* initial-exec: one %fs-relative access on the hot path, not a call. */

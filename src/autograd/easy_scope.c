@@ -2,6 +2,7 @@
  * easy_scope.c - the thread's scopes and the error rule of the concise API
  * (disp/easy.h: Note [Scopes], Note [Concise errors]).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,25 @@
 #include "error_internal.h"
 
 _Thread_local disp__easy_state disp__easy_tls __attribute__((tls_model("initial-exec")));
+/* The last concise failure's message (truncated), on the heap: a library
+ * others may dlopen keeps its thread-local block small, or glibc refuses to
+ * load it ("cannot allocate memory in static TLS block"). Plain malloc, as
+ * error.c's messages (no counted allocation on the error path); freed at
+ * thread exit by the key's destructor. NULL until the first failure, or
+ * when there was no memory for it. */
+static _Thread_local char *fail_msg;
+static pthread_key_t fail_msg_key;
+static pthread_once_t fail_msg_once = PTHREAD_ONCE_INIT;
+
+static void make_fail_msg_key(void) { pthread_key_create(&fail_msg_key, free); }
+
+static void save_fail_msg(const char *msg) {
+  if (!fail_msg && (fail_msg = malloc(DISP__EASY_SAVED_MSG)) != NULL) {
+    pthread_once(&fail_msg_once, make_fail_msg_key);
+    pthread_setspecific(fail_msg_key, fail_msg);
+  }
+  if (fail_msg) snprintf(fail_msg, DISP__EASY_SAVED_MSG, "%s", msg);
+}
 _Atomic(int) disp__easy_open_scopes;
 
 disp_scope disp_scope_begin(void) {
@@ -59,7 +79,7 @@ disp_tensor *disp__easy_failed(void) {
   disp__easy_state *e = &disp__easy_tls;
   e->fail_seq = disp__error_seq;
   e->fail_status = disp__last_status();
-  snprintf(e->fail_msg, sizeof e->fail_msg, "%s", disp_last_error());
+  save_fail_msg(disp_last_error());
   return NULL;
 }
 
@@ -86,7 +106,7 @@ disp_tensor *disp__easy_call_failed(const char *fn) {
   /* The typed entry's "is NULL" is the one message since the last concise
    * failure: that failure made the NULL, and its message is the chain's. */
   if (e->fail_seq && e->fail_seq + 1 == disp__error_seq) {
-    disp__fail(e->fail_status, "%s", e->fail_msg);
+    disp__fail(e->fail_status, "%s", fail_msg ? fail_msg : "an earlier call of the chain failed");
   } else {
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)len, arg);
