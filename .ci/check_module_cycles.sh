@@ -37,6 +37,7 @@ module_of() { # OBJECT PATH -> module name, empty for none
     */src/kernels/*|*/generated/aten_gen.c.o) echo kernels ;;
     */src/autograd/*|*/generated/aten_formulas.c.o) echo autograd ;;
     */src/runtime/*) echo runtime ;;
+    */src/api/*|*/generated/easy_ops.c.o) echo api ;;
   esac
 }
 
@@ -78,6 +79,7 @@ forbidden() { # FROM TO SYMBOL -> reason, or nothing when allowed
     "tensor dispatcher") grep -qx "$3" "$tmp/key_vocabulary" || echo "dispatcher beyond the key vocabulary" ;;
     "kernels autograd"|"kernels runtime") echo "kernels know no autograd graph" ;;
     "autograd runtime") echo "only the runtime names the built-in lists" ;;
+    *" api") echo "the concise API sits on top: nothing below uses it" ;;
   esac
 }
 pending() { for p in "${PENDING[@]}"; do [ "${p%%:*}" = "$1 $2" ] && return 0; done; return 1; }

@@ -11,9 +11,10 @@ for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libslee
   have_pkg "$p" || need="$need $p"
 done
 # clang (libFuzzer, and the clang builds of .ci/build_matrix.sh with libomp-dev's
-# OpenMP) and valgrind are for CI's fuzzing, build matrix and the benchmarks.
+# OpenMP) and valgrind are for CI's fuzzing, build matrix and the benchmarks;
+# python3 for CI's source checks (.ci/check_tensor_fields.sh).
 if [ "${DISP_DEPS_FULL:-0}" = 1 ]; then
-  for p in clang libomp-dev valgrind; do have_pkg "$p" || need="$need $p"; done
+  for p in clang libomp-dev valgrind python3; do have_pkg "$p" || need="$need $p"; done
 fi
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ]; then
