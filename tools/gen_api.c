@@ -296,18 +296,11 @@ static int check_row(const decl *decls, int d, const disp_schema *s, const disp_
   return 0;
 }
 
-static FILE *open_in(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  if (!f) perror(path);
-  return f;
-}
 
 int gen_api_write(const char *outdir, const decl *decls, int n, disp_schema *const *schemas,
                   disp_signature *const *sigs) {
-  FILE *h = open_in(outdir, "disp/easy_ops.h");
-  FILE *c = h ? open_in(outdir, "easy_ops.c") : NULL;
+  FILE *h = open_output(outdir, "disp/easy_ops.h");
+  FILE *c = h ? open_output(outdir, "easy_ops.c") : NULL;
   if (!c) {
     if (h) fclose(h);
     return 1;

@@ -365,8 +365,7 @@ static void emit_null_checks(FILE *c, const char *id, const disp_schema *s, cons
     fprintf(c, "  if (!out%d) return disp__null_arg(\"disp_aten_%s\", \"out%d\");\n", i, id, i);
 }
 
-/* Opens OUTDIR/name for writing; NULL (with the reason printed) on failure. */
-static FILE *open_output(const char *dir, const char *name) {
+FILE *open_output(const char *dir, const char *name) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "w");

@@ -6,6 +6,8 @@
 #ifndef GEN_ATEN_H
 #define GEN_ATEN_H
 
+#include <stdio.h>
+
 #include "disp/schema.h"
 #include "disp/stub.h"
 #include "signature_internal.h"
@@ -53,6 +55,10 @@ typedef struct decl {
  * 1 with the reason printed (a row whose arguments have no concise form, a
  * name used twice, an unwritable file). tools/gen_api.c.
  */
+/* Opens OUTDIR/name for writing; NULL (with the reason printed) on failure
+ * (gen_aten.c). */
+FILE *open_output(const char *dir, const char *name);
+
 int gen_api_write(const char *outdir, const decl *decls, int n, disp_schema *const *schemas,
                   disp_signature *const *sigs);
 

@@ -25,37 +25,4 @@ struct Cnn : torch::nn::Module {
 };
 // count:end
 
-int main(int argc, char **argv) {
-  try {
-    int epochs = argc > 1 ? std::atoi(argv[1]) : 3, steps = argc > 2 ? std::atoi(argv[2]) : 0;
-    torch::manual_seed(0);
-    Fmnist data;
-    auto net = std::make_shared<Cnn>();
-    torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-3));
-    for (int e = 1; e <= epochs; e++) {
-      auto perm = torch::randperm(data.train_x.size(0));
-      double sum = 0;
-      int64_t nb = (data.train_x.size(0) + 63) / 64, b = 0;
-      for (; b < nb && (!steps || b < steps); b++) {
-        // count:step
-        auto idx = perm.slice(0, b * 64, (b + 1) * 64);
-        auto loss = torch::cross_entropy_loss(net->forward(data.train_x.index_select(0, idx)),
-                                              data.train_y.index_select(0, idx));
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        sum += loss.item<double>();
-        // count:end
-      }
-      std::printf("epoch %d/%d: loss %.4f\n", e, epochs, sum / double(b));
-    }
-    // count:accuracy
-    torch::NoGradGuard no_grad;
-    auto correct = net->forward(data.test_x).argmax(1).eq(data.test_y).sum().item<double>();
-    // count:end
-    std::printf("test accuracy: %.4f\n", correct / double(data.test_x.size(0)));
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "cnn: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char **argv) { return train_and_test<Cnn>(argc, argv, "cnn"); }
