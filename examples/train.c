@@ -192,7 +192,8 @@ static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, in
   disp_tensor *logits = NULL;
   disp_status st = m->forward(m->state, x, &logits);
   disp_scope s = disp_scope_begin();
-  double n = disp_item(disp_sum(disp_eq(disp_argmax(logits, .dim = 1), y)));
+  disp_tensor *predicted = disp_argmax(logits, .dim = 1); /* named: clang 14 and options in nested macros (easy.h) */
+  double n = disp_item(disp_sum(disp_eq(predicted, y)));
   if (st == DISP_OK && isnan(n)) st = disp_last_status();
   if (st == DISP_OK) *correct += (int64_t)n;
   disp_scope_end(&s);
