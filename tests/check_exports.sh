@@ -14,10 +14,11 @@ ko() { echo "FAIL $1"; fail=$((fail + 1)); }
 
 # The libraries libdispatch.so may need: libc, libm, pthread and libdl (all
 # glibc), the dynamic loader (__tls_get_addr), libffi, CBLAS (OpenBLAS or
-# another CBLAS), SLEEF, GCC's OpenMP runtime, and the sanitizer runtimes of
+# another CBLAS), SLEEF, the OpenMP runtime of the compiler (GCC's libgomp,
+# LLVM's libomp for clang builds), and the sanitizer runtimes of
 # DISP_SANITIZE / DISP_TSAN.
 allowed_libs='libc.so libm.so libpthread.so libdl.so ld-linux libffi.so libopenblas.so libcblas.so libblas.so
-              libsleef.so libgomp.so libasan.so libubsan.so libtsan.so'
+              libsleef.so libgomp.so libomp.so libasan.so libubsan.so libtsan.so'
 # Weak references the C runtime's start files (crtbegin/crti) put in every
 # shared object; none comes from libdispatch's code.
 crt_weak='_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __gmon_start__ __cxa_finalize'
