@@ -23,8 +23,6 @@ build=${1:-build}
 
 # Known arrows, to remove as they are fixed ("FROM TO: reason").
 PENDING=(
-  "kernels autograd: the generated aten_gen.c (kernels) registers the Autograd and Autocast kernels and calls disp__ag_* for views; those parts belong in a generated file of the autograd module (tools/gen_aten.c)"
-  "autograd kernels: the other half of the kernels <-> autograd cycle above (autograd calling the typed entries is allowed)"
   "dispatcher tensor: the other half of the tensor <-> dispatcher cycle below (both arrows are allowed by DESIGN.md, together they are a cycle)"
   "tensor dispatcher: the key vocabulary (keyset.c, inference mode in tls.c) lives in the dispatcher, which uses the tensor's reference counts back: a cycle until the vocabulary is its own object set or the dispatcher reaches tensors through a table the tensor module installs"
 )
@@ -35,7 +33,7 @@ module_of() { # OBJECT PATH -> module name, empty for none
     */src/dispatcher/*) echo dispatcher ;;
     */src/tensor/*) echo tensor ;;
     */src/kernels/*|*/generated/aten_gen.c.o) echo kernels ;;
-    */src/autograd/*|*/generated/aten_formulas.c.o) echo autograd ;;
+    */src/autograd/*|*/generated/aten_formulas.c.o|*/generated/aten_autograd_gen.c.o) echo autograd ;;
     */src/runtime/*) echo runtime ;;
     */src/api/*|*/generated/easy_ops.c.o) echo api ;;
   esac

@@ -968,7 +968,7 @@ static int autocast_line(const char *op_name, const char *key, int want_kernel) 
   char *table = disp_op_dump_table(op);
   char want[128];
   snprintf(want, sizeof want, "\n%s: %s", key,
-           want_kernel ? "registered at generated/aten_gen.c:" : "fallthrough registered by libdispatch");
+           want_kernel ? "registered at generated/aten_autograd_gen.c:" : "fallthrough registered by libdispatch");
   int ok = table && strstr(table, want) != NULL;
   if (ok && want_kernel) {
     const char *line = strstr(table, want);

@@ -62,11 +62,17 @@ void disp__shutdown_hooks_run(void);
  * disp__library_set_builtins - the libraries the dispatcher drains ahead of
  * every queued block on its first drain (Note [Start-up] in
  * src/runtime/init.c); from then on they are drained nodes like the others,
- * kept across disp_shutdown. Only the first list offered is taken; later
- * calls are no-ops. The runtime offers it from a constructor, before any
- * drain. `nodes` is borrowed and must outlive the library. Lock-free.
+ * kept across disp_shutdown. They come in DISP__BUILTIN_PARTS parts, one per
+ * module that has built-in libraries (the kernels', then the autograd
+ * module's: builtins_internal.h numbers them), drained in the order of
+ * `part` whichever was offered first. Only the first list offered for a part
+ * is taken; later calls, a `part` out of range or NULL `nodes` are no-ops. A
+ * part offered after the first drain is ignored (every offer comes from a
+ * constructor, before any drain). `nodes` is borrowed and must outlive the
+ * library. Lock-free, no allocation: safe in a constructor.
  */
-void disp__library_set_builtins(disp_library_node *nodes, size_t count);
+enum { DISP__BUILTIN_PARTS = 2 };
+void disp__library_set_builtins(int part, disp_library_node *nodes, size_t count);
 
 /* 1 once the built-in libraries were offered (lookups of aten operators
  * explain their absence). Lock-free. */

@@ -96,35 +96,42 @@ static disp_library_node *take_queue(void) {
   return fifo;
 }
 
-/* The built-in libraries (disp__library_set_builtins): published once,
- * read under g_init_lock. */
+/* The built-in libraries (disp__library_set_builtins): each part published
+ * once, read under g_init_lock. */
 typedef struct builtin_list {
   disp_library_node *nodes;
   size_t count;
 } builtin_list;
-static _Atomic(builtin_list *) g_builtins;
+static _Atomic(builtin_list *) g_builtins[DISP__BUILTIN_PARTS];
 static int g_builtins_taken; /* under g_init_lock */
 
-void disp__library_set_builtins(disp_library_node *nodes, size_t count) {
-  static builtin_list list;
-  static atomic_flag claimed = ATOMIC_FLAG_INIT;
-  if (!nodes || atomic_flag_test_and_set(&claimed)) return;
-  list.nodes = nodes;
-  list.count = count;
-  atomic_store_explicit(&g_builtins, &list, memory_order_release);
+void disp__library_set_builtins(int part, disp_library_node *nodes, size_t count) {
+  static builtin_list lists[DISP__BUILTIN_PARTS];
+  static atomic_flag claimed[DISP__BUILTIN_PARTS] = {ATOMIC_FLAG_INIT, ATOMIC_FLAG_INIT};
+  if (part < 0 || part >= DISP__BUILTIN_PARTS || !nodes || atomic_flag_test_and_set(&claimed[part])) return;
+  lists[part].nodes = nodes;
+  lists[part].count = count;
+  atomic_store_explicit(&g_builtins[part], &lists[part], memory_order_release);
 }
 
-int disp__library_has_builtins(void) { return atomic_load(&g_builtins) != NULL; }
+int disp__library_has_builtins(void) {
+  for (int p = 0; p < DISP__BUILTIN_PARTS; p++)
+    if (atomic_load(&g_builtins[p])) return 1;
+  return 0;
+}
 
-/* Puts the built-in libraries in front of `fifo`, the first time only: from
- * then on they are drained nodes like the others. Under g_init_lock. */
+/* Puts the built-in libraries in front of `fifo`, part by part in order,
+ * the first time only: from then on they are drained nodes like the others.
+ * Under g_init_lock. */
 static disp_library_node *builtins_first(disp_library_node *fifo) {
-  builtin_list *list = atomic_load_explicit(&g_builtins, memory_order_acquire);
-  if (g_builtins_taken || !list) return fifo;
+  if (g_builtins_taken || !disp__library_has_builtins()) return fifo;
   g_builtins_taken = 1;
-  for (size_t i = list->count; i-- > 0;) {
-    list->nodes[i].next = fifo;
-    fifo = &list->nodes[i];
+  for (int p = DISP__BUILTIN_PARTS; p-- > 0;) {
+    builtin_list *list = atomic_load_explicit(&g_builtins[p], memory_order_acquire);
+    for (size_t i = list ? list->count : 0; i-- > 0;) {
+      list->nodes[i].next = fifo;
+      fifo = &list->nodes[i];
+    }
   }
   return fifo;
 }
