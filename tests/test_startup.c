@@ -148,6 +148,36 @@ TEST(the_runtime_offers_the_builtins_before_main) { /* (its constructor) */
   return 0;
 }
 
+/* The built-in libraries come in two parts (builtins_internal.h): the
+ * kernels module's (aten_gen.c) and the autograd module's
+ * (aten_autograd_gen.c), both drained. */
+TEST(both_builtin_parts_are_drained_each_from_its_generated_file) {
+  const disp_op *op = NULL;
+  ASSERT_OK(disp_op_find("aten::mul.Tensor", &op));
+  char *state = disp_op_dump_state(op);
+  ASSERT_TRUE(state != NULL);
+  int ok = strstr(state, "CPU: registered at generated/aten_gen.c:") != NULL &&
+           strstr(state, "Autograd[alias]: registered at generated/aten_autograd_gen.c:") != NULL &&
+           strstr(state, "ADInplaceOrView") == NULL; /* mul.Tensor writes nothing */
+  if (!ok) fprintf(stderr, "%s\n", state);
+  free(state);
+  ASSERT_TRUE(ok);
+  return 0;
+}
+
+TEST(an_offer_for_a_part_out_of_range_or_null_is_a_no_op) {
+  static disp_library_node bogus[1];
+  disp__library_set_builtins(-1, bogus, 1);
+  disp__library_set_builtins(DISP__BUILTIN_PARTS, bogus, 1);
+  disp__library_set_builtins(0, NULL, 0);
+  disp__library_set_builtins(0, bogus, 1); /* part 0 was offered already */
+  disp_init();
+  const disp_op *op = NULL;
+  ASSERT_OK(disp_op_find("aten::neg", &op));
+  disp_shutdown();
+  return 0;
+}
+
 static int builtins_then_user_blocks(void) {
   const disp_op *op = NULL;
   ASSERT_OK(disp_op_find("aten::neg", &op));
@@ -184,6 +214,8 @@ TEST_LIST = {
     TEST_ENTRY(a_hook_registering_itself_while_running_runs_at_the_next_shutdown),
     TEST_ENTRY(null_hooks_are_no_ops),
     TEST_ENTRY(the_runtime_offers_the_builtins_before_main),
+    TEST_ENTRY(both_builtin_parts_are_drained_each_from_its_generated_file),
+    TEST_ENTRY(an_offer_for_a_part_out_of_range_or_null_is_a_no_op),
     TEST_ENTRY(first_use_before_disp_init_drains_builtins_then_queued_blocks),
     TEST_ENTRY(disp_init_then_shutdown_then_first_use_starts_over_alike),
     TEST_END,

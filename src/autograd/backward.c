@@ -6,11 +6,19 @@
 
 #include "alloc_internal.h"
 #include "argcheck_internal.h"
+#include "builtins_internal.h"
 #include "engine_internal.h"
 #include "error_internal.h"
 #include "formula.h"
 #include "strbuf_internal.h"
 #include "tensor/tensor_internal.h"
+
+/* Note [Start-up] (src/runtime/init.c): a program linking libdispatch.a
+ * that uses backward or grad without disp_init() or disp_shutdown() still
+ * gets the built-in Autograd, ADInplaceOrView and Autocast kernels: this
+ * reference pulls the autograd module's generated list, and with it the
+ * constructor that offers it, out of the archive. */
+__attribute__((used)) static disp_library_node *const pull_autograd_builtins = disp__builtin_autograd_libraries;
 
 /* The gradient a root starts with: the one given, or 1 for a one-element
  * output (PyTorch's _make_grads). */
