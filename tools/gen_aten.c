@@ -423,8 +423,7 @@ static void builtin_node(FILE *c, const char *kind, const char *key, const char 
 /* One of the two lists the dispatcher drains before any DISP_LIBRARY block
  * (builtins_internal.h), kernels' first: together in the order the blocks
  * used to run: def, each kernel kind, then (autograd's) the Autocast kinds,
- * ADInplaceOrView and Autograd. Each file offers its own list from its own
- * constructor. */
+ * ADInplaceOrView and Autograd. The runtime offers both (Note [Start-up]). */
 static void builtin_list(FILE *c, int autograd) {
   const char *list = autograd ? "disp__builtin_autograd_libraries" : "disp__builtin_kernel_libraries";
   fprintf(c, "disp_library_node %s[] = {\n", list);
@@ -440,12 +439,6 @@ static void builtin_list(FILE *c, int autograd) {
     builtin_node(c, "DISP_LIBRARY_IMPL", "AUTOGRAD", "disp__aten_impl_autograd");
   }
   fprintf(c, "};\nconst size_t %s_count = sizeof %s / sizeof *%s;\n\n", list, list, list);
-  /* Note [Start-up] (src/runtime/init.c): a program that calls a typed
-   * entry links aten_gen.c, and with it this offer, so that libdispatch.a
-   * serves the built-in operators without disp_init() too. */
-  fprintf(c, "__attribute__((constructor(101))) static void offer_builtins(void) {\n"
-             "  disp__library_set_builtins(%s, %s, %s_count);\n}\n",
-          autograd ? "DISP_BUILTINS_AUTOGRAD" : "DISP_BUILTINS_KERNELS", list, list);
 }
 
 /* ---- derivatives (autograd module) ------------------------------------- */

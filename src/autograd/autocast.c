@@ -18,18 +18,9 @@
 
 #include "alloc_internal.h"
 #include "argcheck_internal.h"
-#include "aten_kernels.h"
 #include "disp.h"
 #include "library_internal.h"
 #include "disp/autocast.h"
-
-/* Note [Start-up] (src/runtime/init.c): a program linking libdispatch.a
- * that uses autocast without disp_init() or disp_shutdown() still
- * gets the built-in Autograd, ADInplaceOrView and Autocast kernels: this
- * reference pulls the autograd module's generated file (aten_autograd_gen.c,
- * which defines disp__aten_autograd_info), and with it the constructor that
- * offers its built-in list, out of the archive. */
-__attribute__((used)) static const void **const pull_autograd_builtins = disp__aten_autograd_info;
 
 /* Device types with an Autocast key, as indices into the per-thread dtypes. */
 enum { AC_CPU, AC_CUDA, AC_PRIVATEUSE1, AC_COUNT };

@@ -6,20 +6,11 @@
 
 #include "alloc_internal.h"
 #include "argcheck_internal.h"
-#include "aten_kernels.h"
 #include "engine_internal.h"
 #include "error_internal.h"
 #include "formula.h"
 #include "strbuf_internal.h"
 #include "tensor/tensor_internal.h"
-
-/* Note [Start-up] (src/runtime/init.c): a program linking libdispatch.a
- * that uses backward or grad without disp_init() or disp_shutdown() still
- * gets the built-in Autograd, ADInplaceOrView and Autocast kernels: this
- * reference pulls the autograd module's generated file (aten_autograd_gen.c,
- * which defines disp__aten_autograd_info), and with it the constructor that
- * offers its built-in list, out of the archive. */
-__attribute__((used)) static const void **const pull_autograd_builtins = disp__aten_autograd_info;
 
 /* The gradient a root starts with: the one given, or 1 for a one-element
  * output (PyTorch's _make_grads). */

@@ -31,18 +31,17 @@
  * the lists wait in the dispatcher until its first drain. The constructor's priority
  * puts it ahead of every constructor of default priority in the same
  * program, whatever the link order; in the shared library it runs when
- * libdispatch.so is loaded, before any object that uses it. No weak symbols:
- * this file is linked whenever the program refers to disp_init() or
- * disp_shutdown() (every program that cleans up does; shutdown.c refers to
- * this file), and libdispatch.so always holds it. Each generated file
- * makes the same offer of its own list from its own constructor: aten_gen.c
- * (kernels), so a program linking libdispatch.a that calls a typed entry
- * (disp_aten_add_Tensor) gets the operators without disp_init() as well,
- * and aten_autograd_gen.c (autograd), linked whenever the autograd
- * module's registration (src/autograd/register.c) is. One that refers to
- * neither, and finds operators only by name, gets the dispatcher without
- * the built-in operators, and looking one up says so (disp_op_find in
- * registry.c).
+ * libdispatch.so is loaded, before any object that uses it. No weak symbols
+ * and no link order: both libraries hold this file whatever the program
+ * calls, libdispatch.so as any shared object, libdispatch.a because it is
+ * ONE object, every module's objects partially linked into a unit
+ * (CMakeLists.txt). An archive of members would let the linker leave this
+ * file out of a program that calls only typed entries, and with it the
+ * autograd module's kernels (its version counter bumps and requires_grad
+ * results: tests/test_static_unit.c). Only a program linked from the
+ * module objects themselves goes without it (tests/test_dispatcher_alone.c:
+ * the dispatcher with no built-in operators; looking one up says so,
+ * disp_op_find in registry.c).
  * disp_init() offers the lists again (no-ops when they are there already).
  */
 #include "runtime/runtime_internal.h"
