@@ -145,8 +145,8 @@ static void free_state(step_state *s) {
 /* forward, cross-entropy, backward, Adam step, zero_grad. */
 static disp_status train_step(int k) {
   step_state *s = &states[k];
-  disp_tensor *logits = NULL, *loss = NULL;
-  disp_status st = models_forward(&s->net, s->x, &logits);
+  disp_tensor *logits = models_forward(&s->net, s->x), *loss = NULL; /* no scope open: ours */
+  disp_status st = logits ? DISP_OK : disp_last_status();
   if (st == DISP_OK) st = disp_aten_cross_entropy_loss(logits, s->y, NULL, 1, -100, 0.0, &loss);
   if (st == DISP_OK) st = disp_autograd_backward(&loss, 1, NULL, 0, 0);
   if (st == DISP_OK) st = disp_optim_step(s->opt);

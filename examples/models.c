@@ -59,36 +59,26 @@ disp_status models_adopt(models_net *n, models_kind kind, disp_tensor **params, 
 }
 
 /* The forward passes in the concise API (disp/easy.h): each call returns
- * its result, owned by the scope models_forward opens. */
+ * its result, owned by the caller's scope. */
 
 /* count:mlp_net count:cnn_net (scripts/count_lines.sh) */
-/* linear -> relu -> ... -> linear over layers [0, layers) of p. */
+/* linear, then relu -> linear for each further layer, over p's pairs. */
 static disp_tensor *mlp(disp_tensor *h, disp_tensor *const *p, int layers) {
-  for (int l = 0; l < layers; l++) {
-    h = disp_linear(h, p[2 * l], .bias = p[2 * l + 1]);
-    if (l + 1 < layers) h = disp_relu(h);
-  }
+  for (int l = 0; l < layers; l++) h = disp_linear(l ? disp_relu(h) : h, p[2 * l], .bias = p[2 * l + 1]);
   return h;
 }
 /* count:end of mlp_net */
 
 /* count:cnn_net */
-/* conv3x3 (padding 1) -> relu -> max_pool2d(2). */
-static disp_tensor *conv_block(disp_tensor *x, disp_tensor *w, disp_tensor *b) {
-  disp_tensor *c = disp_conv2d(x, w, .bias = b, .padding = DISP_DIMS(1, 1));
-  return disp_max_pool2d(disp_relu(c), DISP_DIMS(2, 2));
-}
-
-static disp_tensor *cnn(disp_tensor *const *p, disp_tensor *x) {
-  disp_tensor *h = conv_block(conv_block(x, p[0], p[1]), p[2], p[3]);
-  return mlp(disp_flatten(h, .start_dim = 1), p + 4, 2);
+/* two blocks of conv3x3 (padding 1) -> relu -> max_pool2d(2), then the MLP. */
+static disp_tensor *cnn(disp_tensor *x, disp_tensor *const *p) {
+  for (int i = 0; i < 4; i += 2)
+    x = disp_max_pool2d(disp_relu(disp_conv2d(x, p[i], .bias = p[i + 1], .padding = DISP_DIMS(1, 1))), DISP_DIMS(2, 2));
+  return mlp(disp_flatten(x, .start_dim = 1), p + 4, 2);
 }
 /* count:end */
 
-disp_status models_forward(void *net, disp_tensor *x, disp_tensor **logits) {
+disp_tensor *models_forward(void *net, disp_tensor *x) {
   const models_net *n = net;
-  disp_scope s = disp_scope_begin();
-  *logits = disp_keep(n->kind == MODELS_CNN ? cnn(n->params, x) : mlp(x, n->params, n->layers));
-  disp_scope_end(&s);
-  return *logits ? DISP_OK : disp_last_status();
+  return n->kind == MODELS_CNN ? cnn(x, n->params) : mlp(x, n->params, n->layers);
 }

@@ -53,11 +53,12 @@ disp_status models_cnn_init(models_net *n);
 disp_status models_adopt(models_net *n, models_kind kind, disp_tensor **params, size_t nparams);
 
 /*
- * models_forward - the logits (new reference) of net (a models_net *) for
- * the batch x: [B, widths[0]] for an MLP, [B, 1, 28, 28] for the CNN.
- * Matches train.h's train_forward_fn.
+ * models_forward - the logits of net (a models_net *) for the batch x:
+ * [B, widths[0]] for an MLP, [B, 1, 28, 28] for the CNN. A concise result
+ * (disp/easy.h): owned by the current scope, or by the caller outside any;
+ * NULL with the error set. Matches train.h's train_forward_fn.
  */
-disp_status models_forward(void *net, disp_tensor *x, disp_tensor **logits);
+disp_tensor *models_forward(void *net, disp_tensor *x);
 
 /* models_free - releases the parameters; *n may be zeroed or half made. */
 void models_free(models_net *n);

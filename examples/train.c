@@ -134,22 +134,15 @@ typedef struct epoch_stats {
   double seconds;
 } epoch_stats;
 
-/* count:step (scripts/count_lines.sh) */
 disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss) {
-  disp_tensor *logits = NULL;
-  disp_status st = m->forward(m->state, x, &logits);
+  /* count:step (scripts/count_lines.sh) */
   disp_scope s = disp_scope_begin();
-  disp_tensor *l = disp_cross_entropy(logits, y);
-  if (st == DISP_OK && !l) st = disp_last_status();
-  if (st == DISP_OK) st = disp_optim_zero_grad(opt, 1);
-  if (st == DISP_OK) st = disp_backward(l);
-  if (st == DISP_OK) st = disp_optim_step(opt);
-  if (st == DISP_OK) *loss = disp_item(l);
-  disp_scope_end(&s);
-  disp_tensor_release(logits);
-  return st;
+  disp_tensor *l = disp_cross_entropy(m->forward(m->state, x), y);
+  disp_zero_grad(opt), disp_backward(l), disp_step(opt); /* skipped after a failure (Note [Failed scopes]) */
+  *loss = disp_item(l);
+  return disp_scope_end(&s);
+  /* count:end */
 }
-/* count:end */
 
 static void progress(int epoch, const train_flags *f, int64_t b, int64_t nb, const epoch_stats *s, double t0) {
   double dt = now_s() - t0;
@@ -187,26 +180,20 @@ static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_s
 
 /* ---- evaluation ------------------------------------------------------------------------ */
 
-/* count:accuracy */
-static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, int64_t *correct) {
-  disp_tensor *logits = NULL;
-  disp_status st = m->forward(m->state, x, &logits);
-  disp_scope s = disp_scope_begin();
-  disp_tensor *predicted = disp_argmax(logits, .dim = 1); /* named: clang 14 and options in nested macros (easy.h) */
-  double n = disp_item(disp_sum(disp_eq(predicted, y)));
-  if (st == DISP_OK && isnan(n)) st = disp_last_status();
-  if (st == DISP_OK) *correct += (int64_t)n;
-  disp_scope_end(&s);
-  disp_tensor_release(logits);
-  return st;
+/* Adds the number of x's images the model classifies as y says to *correct
+ * (NaN after a failure: disp_item's value then; a count is never NaN). */
+static disp_status correct_in(train_model *m, disp_tensor *x, disp_tensor *y, double *correct) {
+  /* count:accuracy */
+  DISP_NO_GRAD DISP_SCOPE *correct += disp_item(disp_sum(disp_eq(disp_argmax(m->forward(m->state, x), .dim = 1), y)));
+  return isnan(*correct) ? disp_last_status() : DISP_OK;
+  /* count:end */
 }
-/* count:end */
 
 static disp_status evaluate(train_model *m, const fmnist_set *test, disp_device dev, double *accuracy) {
-  int64_t *order = malloc((size_t)test->count * sizeof *order), correct = 0, bs = 1000;
+  int64_t *order = malloc((size_t)test->count * sizeof *order), bs = 1000;
+  double correct = 0;
   if (!order) return disp_set_error(DISP_ERR_NO_MEMORY, "evaluate: out of memory");
   for (int64_t i = 0; i < test->count; i++) order[i] = i;
-  disp_tls_state g = disp_grad_mode_push(0);
   disp_status st = DISP_OK;
   for (int64_t b = 0; st == DISP_OK && b < fmnist_batch_count(test, bs); b++) {
     disp_tensor *x = NULL, *y = NULL;
@@ -216,9 +203,8 @@ static disp_status evaluate(train_model *m, const fmnist_set *test, disp_device 
     if (st == DISP_OK) st = correct_in(m, x, y, &correct);
     disp_tensor_release(x), disp_tensor_release(y);
   }
-  disp_tls_restore(g);
   free(order);
-  *accuracy = test->count ? (double)correct / (double)test->count : 0.0;
+  *accuracy = test->count ? correct / (double)test->count : 0.0;
   return st;
 }
 

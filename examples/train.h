@@ -32,8 +32,9 @@ typedef struct train_flags {
  * flag, 2 after --help. */
 int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f);
 
-/* A model: logits (new reference) for a batch of inputs. */
-typedef disp_status (*train_forward_fn)(void *model, disp_tensor *x, disp_tensor **logits);
+/* A model: logits for a batch of inputs, as a concise result (disp/easy.h:
+ * owned by the current scope; NULL with the error set). */
+typedef disp_tensor *(*train_forward_fn)(void *model, disp_tensor *x);
 
 /* A model's parameters are made on the CPU (the same values whatever the
  * device) and moved by train_run to the device the flags name. */
@@ -53,8 +54,9 @@ typedef struct train_model {
  */
 disp_status train_param(const int64_t *sizes, int ndim, int64_t fan_in, disp_tensor **out);
 
-/* One training step on a batch: forward, cross-entropy (mean), zero_grad
- * (set to None), backward, optimizer step; *loss gets the batch's loss. */
+/* One training step on a batch: forward, cross-entropy (mean), zero_grad,
+ * backward, optimizer step; *loss gets the batch's loss. The parameters
+ * move only when every part succeeded. */
 disp_status train_step(train_model *m, disp_optimizer *opt, disp_tensor *x, disp_tensor *y, double *loss);
 
 /*

@@ -231,6 +231,63 @@ TEST(autograd_verbs) {
   return 0;
 }
 
+/* Note [Failed scopes]: after a failure in the innermost scope the verbs
+ * that change state do nothing and return its status; the parameters and
+ * gradients stay; the scope's end reports it; a new scope starts clean. */
+TEST(failed_scope_stops_the_verbs) {
+  float x[] = {1, -2, 3};
+  disp_tensor *w = disp_requires_grad(disp_from(x, 3));
+  disp_adam_options o = disp_adam_options_default();
+  disp_optimizer *opt = NULL;
+  ASSERT_OK(disp_optim_adam_new(&w, 1, &o, &opt));
+  disp_scope s = disp_scope_begin();
+  ASSERT_OK(disp_backward(disp_sum(disp_mul(w, w)))); /* grad 2w */
+  disp_scope ok = disp_scope_begin();
+  ASSERT_STATUS(disp_scope_end(&ok), DISP_OK);
+  disp_scope inner = disp_scope_begin();
+  disp_tensor *loss = disp_sum(disp_add(w, disp_ones(DISP_SHAPE(4)))); /* shapes differ */
+  ASSERT_TRUE(loss == NULL);
+  disp_status failed = disp_last_status();
+  ASSERT_TRUE(failed != DISP_OK);
+  ASSERT_STATUS(disp_zero_grad(opt), failed);
+  ASSERT_STATUS(disp_backward(loss), failed);
+  ASSERT_STATUS(disp_step(opt), failed);
+  ASSERT_CONTAINS(disp_last_error(), "must match the size of tensor b");
+  ASSERT_TRUE(at(w, 0) == 1 && at(w, 1) == -2 && at(w, 2) == 3);
+  ASSERT_TRUE(at(disp_tensor_grad(w), 1) == -4);
+  ASSERT_STATUS(disp_scope_end(&inner), failed);
+  ASSERT_STATUS(disp_scope_end(&s), failed); /* the failure was inside it too */
+  /* a failure before a scope began does not stop that scope's verbs */
+  s = disp_scope_begin();
+  ASSERT_OK(disp_zero_grad(opt));
+  ASSERT_TRUE(at(disp_tensor_grad(w), 1) == 0); /* zeroed in place, as 1.13 */
+  ASSERT_OK(disp_backward(disp_sum(disp_mul(w, w))));
+  ASSERT_OK(disp_step(opt));
+  ASSERT_TRUE(at(w, 0) < 1 && at(w, 1) > -2); /* Adam moved each by about lr */
+  ASSERT_STATUS(disp_scope_end(&s), DISP_OK);
+  disp_clear_error();
+  ASSERT_STATUS(disp_step(NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_step: opt is NULL");
+  ASSERT_STATUS(disp_zero_grad(NULL), DISP_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(disp_last_error(), "disp_zero_grad: opt is NULL");
+  disp_optim_free(opt);
+  disp_tensor_release(w);
+  return 0;
+}
+
+/* Options written inside another concise call's arguments compile without
+ * a warning under -Wextra -Werror with gcc and clang (Note [Concise
+ * argument types]): the nesting models.c's CNN uses. */
+TEST(nested_options) {
+  DISP_SCOPE {
+    disp_tensor *x = disp_ones(DISP_SHAPE(1, 1, 4, 4)), *w = disp_ones(DISP_SHAPE(1, 1, 3, 3));
+    disp_tensor *y = disp_max_pool2d(disp_relu(disp_conv2d(x, w, .padding = DISP_DIMS(1, 1))), DISP_DIMS(2, 2));
+    ASSERT_TRUE(y && disp_tensor_sizes(y)[2] == 2 && at(y, 0) == 9); /* max of the corner block: corner 4, edges 6, inner 9 */
+    ASSERT_TRUE(disp_item(disp_sum(disp_eq(disp_argmax(x, .dim = 1), disp_zeros(DISP_SHAPE(1, 4, 4), .dtype = DISP_DTYPE_INT64)))) == 16);
+  }
+  return 0;
+}
+
 #ifdef DISP_FAULT_INJECTION
 /* The scope's array cannot grow: the call fails cleanly, its result
  * released (LeakSanitizer checks), and the scope still works. */
@@ -266,6 +323,8 @@ TEST_LIST = {
     TEST_ENTRY(enums_and_constructors),
     TEST_ENTRY(borrow_runs_deleter_once),
     TEST_ENTRY(autograd_verbs),
+    TEST_ENTRY(failed_scope_stops_the_verbs),
+    TEST_ENTRY(nested_options),
 #ifdef DISP_FAULT_INJECTION
     TEST_ENTRY(scope_growth_failure),
 #endif

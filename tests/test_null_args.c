@@ -73,6 +73,7 @@ static const null_param documented_nullable[] = {
     {"disp_storage_new_with_data", "ctx", "tensor.h: ctx is only passed to release"},
     {"disp_borrow", "deleter", "easy.h: deleter NULL: the memory is never freed"},
     {"disp_borrow", "ctx", "easy.h: ctx is only passed to deleter"},
+    {"disp_scope_end", "s", "easy.h: ending NULL is no effect (DISP_OK), as ending an ended scope"},
     {"disp_tensor_new_opaque", "handle", "tensor.h: the handle is the backend's, never read"},
     {"disp_tensor_new_opaque", "release", "tensor.h: release may be NULL"},
     {"disp_tensor_new_with_storage", "strides", "tensor.h: NULL means contiguous"},

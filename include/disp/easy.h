@@ -16,8 +16,9 @@
  *     disp_zeros, disp_ones, disp_rand, disp_randn, disp_full, disp_scalar);
  *   - scopes that own what is made inside them (disp_scope_begin/end,
  *     DISP_SCOPE, disp_keep);
- *   - the autograd verbs (disp_backward, disp_grad, DISP_NO_GRAD) and
- *     reading results (disp_item, disp_print).
+ *   - the autograd and optimizer verbs (disp_backward, disp_grad,
+ *     DISP_NO_GRAD, disp_zero_grad, disp_step) and reading results
+ *     (disp_item, disp_print).
  *
  * Note [Concise errors]
  * A concise function that fails returns NULL and leaves disp_last_error()
@@ -60,14 +61,27 @@
  * passed); the constructors below take a disp_device.
  * Defaults come before the caller's initialisers in one compound literal,
  * which C99 defines (the last initialiser of a member wins); GCC and clang
- * warn about it under -Wextra (-Woverride-init, -Winitializer-overrides),
- * so DISP__OPTS silences exactly that warning around the literal (GCC
- * needs a statement expression to place the pragma; other compilers get the
- * plain literal). Clang 14 runs the _Pragma of a macro's argument when it
- * pre-expands it, so a call with options written inside another macro's
- * argument (assert(disp_item(disp_sum(x, .keepdim = true)) > 0)) still
- * warns there: give the result a name first. The macros are C only; from
- * C++ call disp_NAME_with.
+ * warn about it under -Wextra (-Woverride-init, -Winitializer-overrides).
+ * GCC: DISP__OPTS silences exactly that warning around the literal (a
+ * statement expression places the pragma). Clang runs the _Pragma of a
+ * macro's argument when it pre-expands it, so no pragma inside the macros
+ * can reach options written in another call's arguments
+ * (disp_relu(disp_conv2d(x, w, .padding = DISP_DIMS(1, 1)))): including
+ * this header turns clang's -Winitializer-overrides off for the rest of the
+ * translation unit. The macros are C only; from C++ call disp_NAME_with.
+ *
+ * Note [Failed scopes]
+ * Once a concise call fails inside a scope, the verbs that change state
+ * (disp_backward, disp_zero_grad, disp_step) do nothing until the innermost
+ * scope ends and return that failure's status: a training step whose loss
+ * failed must not move the parameters. disp_scope_end returns DISP_OK, or
+ * the status of the latest concise failure while the scope was open (every
+ * call of a failed chain carries its first failure's status), so a step is
+ * checked once, at its end:
+ *   disp_scope s = disp_scope_begin();
+ *   disp_tensor *loss = disp_cross_entropy(forward(x), y);
+ *   disp_zero_grad(opt), disp_backward(loss), disp_step(opt);
+ *   if (disp_scope_end(&s)) fprintf(stderr, "%s\n", disp_last_error());
  *
  * Thread safety: every function is thread-safe as the typed entry it calls;
  * scopes and grad mode are per thread.
@@ -81,6 +95,7 @@
 #include <stdio.h>
 
 #include "export.h"
+#include "optim.h"
 #include "status.h"
 #include "tensor.h"
 #include "value.h"
@@ -132,9 +147,8 @@ typedef enum disp_reduction {
 /* An options literal of type T: defaults, then the caller's (Note
  * [Concise argument types]). */
 #if defined(__clang__)
-#define DISP__OPTS(T, ...)                                                      \
-  (_Pragma("clang diagnostic push") _Pragma("clang diagnostic ignored \"-Winitializer-overrides\"") \
-   (T){__VA_ARGS__} _Pragma("clang diagnostic pop"))
+#pragma clang diagnostic ignored "-Winitializer-overrides"
+#define DISP__OPTS(T, ...) ((T){__VA_ARGS__})
 #elif defined(__GNUC__)
 #define DISP__OPTS(T, ...)                                                      \
   (__extension__({                                                              \
@@ -167,6 +181,7 @@ typedef struct disp_scope {
   size_t mark;
   unsigned depth;
   int open;
+  uint64_t seq, outer_seq;
 } disp_scope;
 
 /*
@@ -177,11 +192,13 @@ DISP_API disp_scope disp_scope_begin(void);
 
 /*
  * disp_scope_end - releases every tensor the scope owns and closes it
- * (inner scopes still open are closed with it). NULL or an ended scope: no
- * effect. Ending a scope of another thread is a bug the library cannot
- * see: don't.
+ * (inner scopes still open are closed with it). Returns DISP_OK, or the
+ * status of the latest concise call that failed while the scope was open
+ * (Note [Failed scopes]; disp_last_error() has the message). NULL or an
+ * ended scope: no effect, DISP_OK. Ending a scope of another thread is a
+ * bug the library cannot see: don't.
  */
-DISP_API void disp_scope_end(disp_scope *s);
+DISP_API disp_status disp_scope_end(disp_scope *s);
 
 /* DISP_SCOPE { ... } - a block in a scope of its own. Leaving the block by
  * break, goto or return skips the end: use disp_scope_begin/end then. */
@@ -314,6 +331,18 @@ DISP_API disp_status disp_print(disp_tensor *t);
  * (Note [Concise errors]).
  */
 DISP_API disp_status disp_backward(disp_tensor *loss);
+
+/*
+ * disp_zero_grad - PyTorch 1.13's optimizer.zero_grad(): the gradients of
+ * opt's parameters are zeroed in place (disp_optim_zero_grad(opt, 0)).
+ * disp_step - optimizer.step() (disp_optim_step). Each returns DISP_OK or
+ * the error; does nothing and returns the failure's status after a concise
+ * call failed in the innermost scope (Note [Failed scopes]); a NULL opt is
+ * DISP_ERR_INVALID_ARG ("disp_step: opt is NULL"). Thread safety: as
+ * disp/optim.h (one thread per optimizer at a time).
+ */
+DISP_API disp_status disp_zero_grad(disp_optimizer *opt);
+DISP_API disp_status disp_step(disp_optimizer *opt);
 
 /*
  * disp_grad - t's accumulated gradient (PyTorch's t.grad), as a concise

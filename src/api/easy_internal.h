@@ -40,6 +40,7 @@ typedef struct disp__easy_state {
   unsigned depth;    /* open scopes; 0: results go to the caller */
   uint64_t fail_seq; /* disp__error_seq after the last concise failure */
   disp_status fail_status;
+  uint64_t inner_seq; /* disp__error_seq when the innermost open scope began */
 } disp__easy_state;
 
 /* initial-exec: one %fs-relative access on the hot path, not a call. */
@@ -76,6 +77,10 @@ disp_tensor *disp__easy_failed(void);
 /* Argument `arg` of `fn` is NULL: NULL, keeping an earlier concise
  * failure's message (Note [Concise errors]), else setting one. */
 disp_tensor *disp__easy_null(const char *fn, const char *arg);
+
+/* Note [Failed scopes]: whether a concise call failed inside the innermost
+ * open scope; if so *st gets its status. */
+int disp__easy_scope_failed(disp_status *st);
 
 static inline int disp__easy_null_in(disp_tensor_list l) {
   if (l.len && !l.data) return 1;

@@ -35,18 +35,21 @@ _Atomic(int) disp__easy_open_scopes;
 
 disp_scope disp_scope_begin(void) {
   disp__easy_state *e = &disp__easy_tls;
-  disp_scope s = {e->len, ++e->depth, 1};
+  disp_scope s = {e->len, ++e->depth, 1, disp__error_seq, e->inner_seq};
+  e->inner_seq = disp__error_seq;
   atomic_fetch_add_explicit(&disp__easy_open_scopes, 1, memory_order_relaxed);
   return s;
 }
 
-void disp_scope_end(disp_scope *s) {
+disp_status disp_scope_end(disp_scope *s) {
   disp__easy_state *e = &disp__easy_tls;
-  if (!s || !s->open) return;
+  if (!s || !s->open) return DISP_OK;
   s->open = 0;
+  disp_status st = e->fail_seq > s->seq ? e->fail_status : DISP_OK;
   /* An inner scope ended already with an outer one (out of order): its
    * tensors are gone; nothing is left to do. */
-  if (s->depth > e->depth) return;
+  if (s->depth > e->depth) return st;
+  e->inner_seq = s->outer_seq;
   while (e->len > s->mark) disp_tensor_release(e->items[--e->len]);
   /* this scope and any inner one left open */
   atomic_fetch_sub_explicit(&disp__easy_open_scopes, (int)(e->depth - s->depth + 1), memory_order_relaxed);
@@ -58,6 +61,14 @@ void disp_scope_end(disp_scope *s) {
     e->items = NULL;
     e->cap = 0;
   }
+  return st;
+}
+
+int disp__easy_scope_failed(disp_status *st) {
+  disp__easy_state *e = &disp__easy_tls;
+  if (!e->depth || e->fail_seq <= e->inner_seq) return 0;
+  *st = e->fail_status;
+  return 1;
 }
 
 disp_tensor *disp__easy_own_slow(disp_tensor *t) {

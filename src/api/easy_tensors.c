@@ -168,8 +168,10 @@ disp_status disp_print(disp_tensor *t) {
 }
 
 disp_status disp_backward(disp_tensor *loss) {
+  disp_status st;
+  if (disp__easy_scope_failed(&st)) return st;
   if (!loss) return null_status("disp_backward", "loss");
-  disp_status st = disp_autograd_backward(&loss, 1, NULL, 0, 0);
+  st = disp_autograd_backward(&loss, 1, NULL, 0, 0);
   if (st != DISP_OK) disp__easy_failed();
   return st;
 }
