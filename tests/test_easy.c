@@ -283,6 +283,12 @@ TEST(nested_options) {
     disp_tensor *x = disp_ones(DISP_SHAPE(1, 1, 4, 4)), *w = disp_ones(DISP_SHAPE(1, 1, 3, 3));
     disp_tensor *y = disp_max_pool2d(disp_relu(disp_conv2d(x, w, .padding = DISP_DIMS(1, 1))), DISP_DIMS(2, 2));
     ASSERT_TRUE(y && disp_tensor_sizes(y)[2] == 2 && at(y, 0) == 9); /* max of the corner block: corner 4, edges 6, inner 9 */
+    /* a str option (gelu's approximate), default and given */
+    disp_tensor *one = disp_ones(DISP_SHAPE(1));
+    ASSERT_TRUE(fabs(disp_item(disp_gelu(one)) - 0.8413447) < 1e-6);
+    ASSERT_TRUE(fabs(disp_item(disp_gelu(one, .approximate = "tanh")) - 0.8411920) < 1e-6);
+    ASSERT_TRUE(disp_gelu(one, .approximate = "fast") == NULL);
+    ASSERT_CONTAINS(disp_last_error(), "approximate");
     ASSERT_TRUE(disp_item(disp_sum(disp_eq(disp_argmax(x, .dim = 1), disp_zeros(DISP_SHAPE(1, 4, 4), .dtype = DISP_DTYPE_INT64)))) == 16);
   }
   return 0;

@@ -36,7 +36,7 @@ typedef enum ekind {
   E_TENSOR, E_OPT_TENSOR, E_TENSOR_LIST,
   E_INT, E_OPT_INT, E_INT_LIST, E_OPT_INT_LIST, E_REDUCTION,
   E_DOUBLE, E_OPT_DOUBLE, E_SCALAR, E_OPT_SCALAR,
-  E_BOOL, E_DTYPE, E_OPT_DTYPE,
+  E_BOOL, E_DTYPE, E_OPT_DTYPE, E_STR,
   E_UNSUPPORTED
 } ekind;
 
@@ -45,7 +45,7 @@ static const char *const ctypes[] = {
     [E_INT] = "int64_t", [E_OPT_INT] = "int64_t", [E_INT_LIST] = "disp_dims",
     [E_OPT_INT_LIST] = "disp_dims", [E_REDUCTION] = "disp_reduction", [E_DOUBLE] = "double",
     [E_OPT_DOUBLE] = "double", [E_SCALAR] = "double", [E_OPT_SCALAR] = "double", [E_BOOL] = "bool",
-    [E_DTYPE] = "disp_dtype", [E_OPT_DTYPE] = "disp_dtype",
+    [E_DTYPE] = "disp_dtype", [E_OPT_DTYPE] = "disp_dtype", [E_STR] = "const char *",
 };
 
 static ekind kind_of(const disp_schema *s, const disp_signature *sig, int i) {
@@ -64,6 +64,7 @@ static ekind kind_of(const disp_schema *s, const disp_signature *sig, int i) {
     case DISP_CT_OPT_DOUBLE: return E_OPT_DOUBLE;
     case DISP_CT_SCALAR: return opt ? E_OPT_SCALAR : E_SCALAR;
     case DISP_CT_BOOL: return E_BOOL;
+    case DISP_CT_STR: return opt ? (s->args[i].default_value ? E_HIDDEN : E_UNSUPPORTED) : E_STR;
     case DISP_CT_ENUM:
       if (e->kind == DISP_TYPE_SCALAR_TYPE) return opt ? E_OPT_DTYPE : E_DTYPE;
       return s->args[i].default_value ? E_HIDDEN : E_UNSUPPORTED;
@@ -138,6 +139,12 @@ static int emit_default(FILE *h, const disp_schema *s, ekind k, int i) {
     case E_INT: case E_OPT_INT: case E_DOUBLE: case E_OPT_DOUBLE: case E_SCALAR: case E_OPT_SCALAR:
       fprintf(h, "%s", d);
       return 0;
+    case E_STR: /* 'none' or "none": a C string literal */
+      if (strlen(d) < 2 || (d[0] != '"' && d[0] != '\'') || d[strlen(d) - 1] != d[0] ||
+          strcspn(d + 1, "\"\\") < strlen(d) - 2)
+        return 1;
+      fprintf(h, "\"%.*s\"", (int)(strlen(d) - 2), d + 1);
+      return 0;
     default: return 1;
   }
 }
@@ -145,7 +152,7 @@ static int emit_default(FILE *h, const disp_schema *s, ekind k, int i) {
 /* The typed entry's argument for argument i, named v (o.NAME or NAME). */
 static int emit_typed_arg(FILE *c, const disp_schema *s, const disp_signature *sig, ekind k, int i, const char *v) {
   switch (k) {
-    case E_TENSOR: case E_OPT_TENSOR: case E_TENSOR_LIST: case E_INT: case E_DOUBLE: case E_BOOL:
+    case E_TENSOR: case E_OPT_TENSOR: case E_TENSOR_LIST: case E_INT: case E_DOUBLE: case E_BOOL: case E_STR:
       fprintf(c, "%s", v);
       return 0;
     case E_INT_LIST: fprintf(c, "disp__easy_ints(&%s)", v); return 0;

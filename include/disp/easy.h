@@ -56,7 +56,7 @@
  * float, Scalar -> double (a Scalar with an integral value is passed as an
  * int, as Python's literal 2 would be); float?, Scalar? -> double (DISP_NONE,
  * a NaN, = None); bool -> bool; ScalarType -> disp_dtype (DISP_DTYPE_NONE =
- * None); `int reduction` -> disp_reduction. Layout, Device, MemoryFormat,
+ * None); str -> const char * (a C string); `int reduction` -> disp_reduction. Layout, Device, MemoryFormat,
  * Generator and pin_memory arguments are not offered (their defaults are
  * passed); the constructors below take a disp_device.
  * Defaults come before the caller's initialisers in one compound literal,
