@@ -8,10 +8,15 @@
  * squared deviations from that mean (two passes are as sound as 1.13's
  * Welford moments and vectorise without a serial dependency), and written
  * once. Rows are spread over threads; each row's result is independent of
- * the thread count. float32 computes in float, as 1.13; bfloat16 is
- * widened to float32, computed so, and rounded once at the end (mean and
- * rstd too); float64 in double. Sums use LANES partial accumulators so the
- * compiler can keep them in one vector register.
+ * the thread count. float32 computes in float, as 1.13; float64 in double.
+ * bfloat16 is widened to float32, but its moments are 1.13's: a Welford
+ * pass in bfloat16 arithmetic (reference cases show its rounding), the
+ * normalisation in float. Sums use LANES partial accumulators so the
+ * compiler can keep them in one vector register. A row holding inf or NaN
+ * gets NaN moments, as 1.13's Welford gives.
+ *
+ * The backward reads mean and rstd as 1.13 does: the first M elements
+ * from their data pointers, whatever their strides.
  *
  * mean and rstd have the input's dtype and the shape input.shape[:axis] +
  * [1] * len(normalized_shape). One body serves the CPU and the Meta key
@@ -23,6 +28,7 @@
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
+#include "cpu/kernels.h"
 #include "disp/aten.h"
 #include "parallel.h"
 #include "tensor/dtype_cast.h"
@@ -195,9 +201,7 @@ static float round_bf16(float v) { return disp__bf16_to_float(disp__float_to_bf1
 
 DEF_FWD_ROW(float, f32, sqrtf)
 DEF_FWD_ROW(double, f64, sqrt)
-DEF_BWD_ROW(float, f32)
 DEF_BWD_ROW(double, f64)
-DEF_PARAM_COLS(float, f32)
 DEF_PARAM_COLS(double, f64)
 
 /* ---- threading ------------------------------------------------------------- */
@@ -214,6 +218,12 @@ typedef struct ln_job {
 
 static void fwd_rows(int64_t b0, int64_t b1, void *ctx) {
   const ln_job *j = ctx;
+  if (!j->is_f64 && !j->is_bf16) { /* float32: the kernel table's vector rows */
+    disp__cpu_kernels()->layer_norm_rows_f32((const float *)j->x + b0 * j->n, b1 - b0, j->n, j->g, j->b,
+                                             (float)j->eps, (float *)j->y + b0 * j->n, (float *)j->mean + b0,
+                                             (float *)j->rstd + b0);
+    return;
+  }
   for (int64_t i = b0; i < b1; i++) {
     if (j->is_f64)
       fwd_row_f64((const double *)j->x + i * j->n, j->n, j->g, j->b, j->eps, (double *)j->y + i * j->n,
@@ -226,14 +236,15 @@ static void fwd_rows(int64_t b0, int64_t b1, void *ctx) {
 
 static void bwd_rows(int64_t b0, int64_t b1, void *ctx) {
   const ln_job *j = ctx;
-  for (int64_t i = b0; i < b1; i++) {
-    if (j->is_f64)
-      bwd_row_f64((const double *)j->dy + i * j->n, (const double *)j->x + i * j->n, j->n, j->g,
-                  ((const double *)j->mean_in)[i], ((const double *)j->rstd_in)[i], (double *)j->dx + i * j->n);
-    else
-      bwd_row_f32((const float *)j->dy + i * j->n, (const float *)j->x + i * j->n, j->n, j->g,
-                  ((const float *)j->mean_in)[i], ((const float *)j->rstd_in)[i], (float *)j->dx + i * j->n);
+  if (!j->is_f64) {
+    disp__cpu_kernels()->layer_norm_backward_rows_f32((const float *)j->dy + b0 * j->n, (const float *)j->x + b0 * j->n,
+                                                      b1 - b0, j->n, j->g, (const float *)j->mean_in + b0,
+                                                      (const float *)j->rstd_in + b0, (float *)j->dx + b0 * j->n);
+    return;
   }
+  for (int64_t i = b0; i < b1; i++)
+    bwd_row_f64((const double *)j->dy + i * j->n, (const double *)j->x + i * j->n, j->n, j->g,
+                ((const double *)j->mean_in)[i], ((const double *)j->rstd_in)[i], (double *)j->dx + i * j->n);
 }
 
 static void param_blocks(int64_t b0, int64_t b1, void *ctx) {
@@ -243,7 +254,8 @@ static void param_blocks(int64_t b0, int64_t b1, void *ctx) {
     if (j->is_f64)
       param_cols_f64(j->dy, j->x, j->mean_in, j->rstd_in, j->m, j->n, c0, c1, j->dg, j->dbeta);
     else
-      param_cols_f32(j->dy, j->x, j->mean_in, j->rstd_in, j->m, j->n, c0, c1, j->dg, j->dbeta);
+      disp__cpu_kernels()->layer_norm_param_grads_f32(j->dy, j->x, j->mean_in, j->rstd_in, j->m, j->n, c0, c1, j->dg,
+                                                      j->dbeta);
   }
 }
 
