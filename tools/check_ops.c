@@ -447,7 +447,8 @@ static void check_random(chk_report *r, const chk_case *c, const chk_built *b, d
  * "itensor_view_from_dense expects ...", refuse what the kernel proper
  * would take). */
 static int error_needs_values(const chk_case *c) {
-  return strstr(c->error, "out of bounds") || strstr(c->error, "not implemented for") ||
+  return strstr(c->error, "out of bounds") || strstr(c->error, "index out of range") ||
+         strstr(c->error, "not implemented for") ||
          strstr(c->error, "itensor_") ||
          (c->note && strstr(c->note, "no CPU kernel in 1.13"));
 }

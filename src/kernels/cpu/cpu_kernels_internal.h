@@ -27,6 +27,12 @@ void DISP_CPU_FN(softmax_lastdim_f32)(float *o, const float *in, int64_t rows, i
 void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int64_t inner, int64_t c0, int64_t c1,
                                     int is_log);
 float DISP_CPU_FN(sum_f32)(const float *a, int64_t n);
+void DISP_CPU_FN(layer_norm_rows_f32)(const float *x, int64_t rows, int64_t n, const float *g, const float *b,
+                                      float eps, float *y, float *mean, float *rstd);
+void DISP_CPU_FN(layer_norm_backward_rows_f32)(const float *dy, const float *x, int64_t rows, int64_t n,
+                                               const float *g, const float *mean, const float *rstd, float *dx);
+void DISP_CPU_FN(layer_norm_param_grads_f32)(const float *dy, const float *x, const float *mean, const float *rstd,
+                                             int64_t rows, int64_t n, int64_t c0, int64_t c1, float *dg, float *db);
 #if defined(__AVX2__)
 void DISP_CPU_FN(gemm_nt_f32)(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                               const float *b, int64_t ldb, float beta, const float *s, int64_t lds, float *c,

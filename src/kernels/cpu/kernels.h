@@ -89,6 +89,20 @@ typedef struct disp__cpu_kernel_table {
                                  const float *start, float *y);
   void (*conv_small_weight_grad_f32)(int64_t m, int64_t n, int64_t k, const float *dy, const float *cols,
                                      float *dw);
+  /* Layer norm of `rows` contiguous rows of n (layer_norm.c): y = (x -
+   * mean) * rstd * g + b (g, b may be NULL), each row's mean and rstd =
+   * 1 / sqrt(var + eps) stored (NaN for a row holding inf or NaN). */
+  void (*layer_norm_rows_f32)(const float *x, int64_t rows, int64_t n, const float *g, const float *b, float eps,
+                              float *y, float *mean, float *rstd);
+  /* Its input gradient over `rows` rows: dx = rstd * dy * g + B * x + C
+   * with the row's sums of dy * g * x and dy * g (g may be NULL). */
+  void (*layer_norm_backward_rows_f32)(const float *dy, const float *x, int64_t rows, int64_t n, const float *g,
+                                       const float *mean, const float *rstd, float *dx);
+  /* Its weight and bias gradients for the columns [c0, c1): dg[j] = sum
+   * over rows of dy * (x - mean) * rstd, db[j] = sum of dy (either NULL),
+   * rows added in order. */
+  void (*layer_norm_param_grads_f32)(const float *dy, const float *x, const float *mean, const float *rstd,
+                                     int64_t rows, int64_t n, int64_t c0, int64_t c1, float *dg, float *db);
 } disp__cpu_kernel_table;
 
 /* The table of the capability in use (disp__cpu_capability()), decided

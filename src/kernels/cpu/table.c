@@ -32,4 +32,7 @@ const disp__cpu_kernel_table DISP_CPU_CAT(disp__cpu_kernels, DISP_CPU_SUFFIX) = 
     .max_pool2x2_backward_f32 = DISP_CPU_FN(max_pool2x2_backward_f32),
     .conv_small_forward_f32 = DISP_CPU_CONV_SMALL_FORWARD,
     .conv_small_weight_grad_f32 = DISP_CPU_CONV_SMALL_WEIGHT_GRAD,
+    .layer_norm_rows_f32 = DISP_CPU_FN(layer_norm_rows_f32),
+    .layer_norm_backward_rows_f32 = DISP_CPU_FN(layer_norm_backward_rows_f32),
+    .layer_norm_param_grads_f32 = DISP_CPU_FN(layer_norm_param_grads_f32),
 };
