@@ -438,6 +438,33 @@ static void check_random(chk_report *r, const chk_case *c, const chk_built *b, d
   for (int k = 0; k < 3; k++) disp_tensor_release(host[k]);
 }
 
+disp_tensor *chk_flat_return(disp_stack *stack, size_t i) {
+  for (size_t r = 0; r < disp_stack_size(stack); r++) {
+    const disp_value *v = disp_stack_at(stack, r);
+    size_t n = v->tag == DISP_VALUE_TENSOR_LIST ? v->u.tensors.len : 1;
+    if (i >= n) {
+      i -= n;
+      continue;
+    }
+    if (v->tag == DISP_VALUE_TENSOR_LIST) return v->u.tensors.data[i];
+    return v->tag == DISP_VALUE_TENSOR ? v->u.tensor : NULL;
+  }
+  return NULL;
+}
+
+const chk_value *chk_flat_out(const chk_case *c, size_t i) {
+  for (size_t r = 0; r < c->nouts; r++) {
+    const chk_value *v = &c->outs[r];
+    size_t n = v->kind == CHK_TENSORS ? v->nelems : 1;
+    if (i >= n) {
+      i -= n;
+      continue;
+    }
+    return v->kind == CHK_TENSORS ? &v->elems[i] : v;
+  }
+  return NULL;
+}
+
 /* ---- one case ----------------------------------------------------------- */
 
 /* Errors PyTorch's Meta kernels do not raise: they depend on element values
