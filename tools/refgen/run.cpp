@@ -149,7 +149,7 @@ bool values_uninitialized(const Case &c) {
 // Ops whose returned values are random: tensormeta when they have elements
 // (a zero-size result is written in full, as the seeds do).
 bool values_random(const Case &c) {
-  if (c.op == "aten::rand" || c.op == "aten::randn") return true;
+  if (c.op == "aten::rand" || c.op == "aten::randn" || c.op == "aten::multinomial") return true;
   if (c.op != "aten::dropout" && c.op != "aten::native_dropout") return false;
   const Value *p = find_arg(c, "p"), *train = find_arg(c, "train");
   bool training = train && (train->kind == Kind::None || train->i);
