@@ -6,7 +6,7 @@
  * and per-sample properties only; here many draws after a fixed seed are
  * counted. The counts are deterministic (disp_manual_seed), and the bounds
  * are six standard deviations wide, so a correct sampler passes with any
- * seed and a sampler biased by a few percent fails.
+ * seed and a sampler off by a percentage point or more fails.
  */
 #include <math.h>
 #include <string.h>
