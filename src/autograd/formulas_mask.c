@@ -1,8 +1,9 @@
 /*
  * formulas_mask.c - derivatives of the operators that keep some elements
- * and zero or fill the rest (tril, triu, masked_fill), from 1.13's
- * derivatives.yaml: the gradient passes where the forward kept the input
- * and is zero elsewhere, so each backward applies the same mask to grad.
+ * and zero, fill or drop the rest (tril, triu, masked_fill, topk), from
+ * 1.13's derivatives.yaml: the gradient passes where the forward kept the
+ * input and is zero elsewhere, so each backward puts grad back through
+ * the same mask (topk's: the positions its indices name).
  */
 #include "formula.h"
 
