@@ -227,6 +227,15 @@ void chk_built_free(chk_built *b, size_t n);
 disp_tensor **chk_label_slot(const chk_case *c, chk_built *b, const char *label, size_t *arg);
 
 /*
+ * chk_flat_return / chk_flat_out - the i-th tensor of a call's returns
+ * (borrowed from the stack) and of a case's recorded returns, counting the
+ * elements of a Tensor[] return one by one (split's pieces), as the
+ * `grad_output i` lines do; NULL when there is no such tensor.
+ */
+disp_tensor *chk_flat_return(disp_stack *stack, size_t i);
+const chk_value *chk_flat_out(const chk_case *c, size_t i);
+
+/*
  * chk_compare_tensor - compares `got` with the recorded `want`: dtype and
  * sizes, then strides and offset (a mismatch of class geom_class; 0 skips
  * the geometry: compare by value), device, and the values with the

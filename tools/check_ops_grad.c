@@ -63,16 +63,16 @@ static int outputs_for_grad(const chk_case *c, disp_stack *stack, const chk_opts
                             disp_tensor **outs, disp_tensor **gouts) {
   for (size_t k = 0; k < c->ngrad_outputs; k++) {
     const chk_grad *g = &c->grad_outputs[k];
-    disp_value *v = disp_stack_at(stack, (size_t)g->ret);
-    if (!v || v->tag != DISP_VALUE_TENSOR || !v->u.tensor) {
+    disp_tensor *t = g->ret >= 0 ? chk_flat_return(stack, (size_t)g->ret) : NULL;
+    if (!t) {
       chk_addf(r, CL_GRAD, "grad_output %d: return %d is not a tensor", g->ret, g->ret);
       return 0;
     }
-    if (!disp_tensor_requires_grad(v->u.tensor)) {
+    if (!disp_tensor_requires_grad(t)) {
       chk_addf(r, CL_GRAD, "out %d does not require grad (%s recorded no node)", g->ret, c->op);
       return 0;
     }
-    outs[k] = disp_tensor_retain(v->u.tensor);
+    outs[k] = disp_tensor_retain(t);
     if (chk_build_tensor(&g->v.t, o->device, &gouts[k]) != DISP_OK) {
       chk_addf(r, CL_HARNESS, "grad_output %d: %s", g->ret, disp_last_error());
       return 0;

@@ -66,10 +66,9 @@ static disp_status call_case(disp_tensor *const *inputs, size_t n, disp_tensor *
   if (st == DISP_OK) st = disp_call_boxed(g->op, stack);
   size_t k = 0;
   for (; st == DISP_OK && k < c->ngrad_outputs && k < *nout; k++) {
-    disp_value *v = disp_stack_at(stack, (size_t)c->grad_outputs[k].ret);
-    if (!v || v->tag != DISP_VALUE_TENSOR || !v->u.tensor)
-      st = disp_set_error(DISP_ERR_INVALID_ARG, "return %d is not a tensor", c->grad_outputs[k].ret);
-    else outputs[k] = disp_tensor_retain(v->u.tensor);
+    disp_tensor *t = c->grad_outputs[k].ret >= 0 ? chk_flat_return(stack, (size_t)c->grad_outputs[k].ret) : NULL;
+    if (!t) st = disp_set_error(DISP_ERR_INVALID_ARG, "return %d is not a tensor", c->grad_outputs[k].ret);
+    else outputs[k] = disp_tensor_retain(t);
   }
   *nout = k;
   disp_stack_free(stack);
@@ -113,10 +112,10 @@ static void move_away(disp_tensor *const *in, size_t n) {
 /* Whether the case's gradient outputs are float64, as finite differences
  * at PyTorch's tolerances need. */
 static int float64_outputs(const chk_case *c) {
-  for (size_t k = 0; k < c->ngrad_outputs; k++)
-    if ((size_t)c->grad_outputs[k].ret >= c->nouts || c->outs[c->grad_outputs[k].ret].kind != CHK_TENSOR ||
-        c->outs[c->grad_outputs[k].ret].t.dtype != DISP_DTYPE_FLOAT64)
-      return 0;
+  for (size_t k = 0; k < c->ngrad_outputs; k++) {
+    const chk_value *v = c->grad_outputs[k].ret >= 0 ? chk_flat_out(c, (size_t)c->grad_outputs[k].ret) : NULL;
+    if (!v || v->kind != CHK_TENSOR || v->t.dtype != DISP_DTYPE_FLOAT64) return 0;
+  }
   return 1;
 }
 

@@ -844,7 +844,14 @@ int main(int argc, char **argv) {
     call_args(a, s, sig);
     fprintf(a, ");\n  disp__tls_exclude_restore(keep);\n  if (st != DISP_OK) return st;\n");
     int view = s->num_rets > 0 && s->rets[0].alias && !s->rets[0].alias->is_write && sig->args[0] == DISP_CT_TENSOR;
-    if (view && strcmp(schemas[d]->qualified, "aten::detach")) {
+    if (view && sig->rets[0] == DISP_CT_TENSOR_VEC) {
+      /* Tensor(a)[] (split): every element is a view of the input */
+      char nm[64];
+      arg_name(nm, sizeof nm, s->args[0].name);
+      fprintf(c, "  for (size_t e = 0; e < out0->len && st == DISP_OK; e++)\n"
+                 "    st = disp__ag_view_created(%s, out0->data[e]);\n"
+                 "  if (st != DISP_OK) disp_tensor_vec_free(out0);\n", nm);
+    } else if (view && strcmp(schemas[d]->qualified, "aten::detach")) {
       char nm[64];
       arg_name(nm, sizeof nm, s->args[0].name);
       fprintf(a, "  st = disp__ag_view_created(%s, *out0);\n  if (st != DISP_OK) {\n"

@@ -80,6 +80,10 @@ int ag_is_none(ag_ctx *c, int pos);
  * argument, one per element of a differentiable Tensor[] argument. */
 int ag_num_inputs(ag_ctx *c);
 
+/* How many output gradients g[] holds: one per return, one per element of
+ * a Tensor[] return (split's pieces; an undefined one is NULL). */
+int ag_num_outputs(ag_ctx *c);
+
 /* Whether the j-th differentiable input needs a gradient. */
 int ag_needs(ag_ctx *c, int j);
 

@@ -111,6 +111,8 @@ int ag_is_none(ag_ctx *c, int pos) {
 
 int ag_num_inputs(ag_ctx *c) { return (int)c->node->num_next; }
 
+int ag_num_outputs(ag_ctx *c) { return (int)c->node->num_inputs; }
+
 int ag_needs(ag_ctx *c, int j) {
   return j >= 0 && (uint32_t)j < c->node->num_next && c->node->next[j].fn != NULL;
 }

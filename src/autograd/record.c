@@ -222,25 +222,41 @@ static disp_status save_inputs(disp_node *n, ag_formula_state *fs, disp_stack *s
   return DISP_OK;
 }
 
-static int differentiable_output(const disp_value *v) {
-  return v->tag == DISP_VALUE_TENSOR && disp_dtype_is_floating(disp_tensor_dtype(v->u.tensor));
+static int differentiable_output(const disp_tensor *t) {
+  return t && disp_dtype_is_floating(disp_tensor_dtype(t));
+}
+
+/* One output's history: output number nr of node n. */
+static disp_status output_history(disp_node *n, disp_tensor *t, uint32_t nr, const ag_op_info *info,
+                                  const ag_held *inputs) {
+  if (!differentiable_output(t) || disp__held_contains(inputs, t)) return DISP_OK;
+  if (info->written && disp__view_is_tracked(t)) return disp__view_rebase(t, n, nr);
+  return disp__set_history(t, n, nr) ? DISP_ERR_NO_MEMORY : DISP_OK;
 }
 
 /* After the op: outputs get their history (a view output was marked by
- * its ADInplaceOrView kernel), saved outputs are kept. */
+ * its ADInplaceOrView kernel), saved outputs are kept. The elements of a
+ * Tensor[] return are outputs of their own, numbered on from the returns
+ * before them (1.13's flatten_tensor_args: split's pieces are outputs 0,
+ * 1, ...), so the node receives that many gradients. */
 static disp_status finish_outputs(disp_node *n, ag_formula_state *fs, disp_stack *st, const ag_op_info *info,
                                   const ag_held *inputs) {
   size_t base = disp_stack_size(st) - (size_t)info->nrets;
+  uint32_t nr = 0;
   for (int i = 0; i < info->nrets; i++) {
     const disp_value *v = disp_stack_at(st, base + (size_t)i);
-    if ((info->nondiff & (1u << i)) || !differentiable_output(v) || disp__held_contains(inputs, v->u.tensor)) continue;
-    if (info->written && disp__view_is_tracked(v->u.tensor)) {
-      disp_status s = disp__view_rebase(v->u.tensor, n, (uint32_t)i);
-      if (s != DISP_OK) return s;
-    } else if (disp__set_history(v->u.tensor, n, (uint32_t)i)) {
-      return DISP_ERR_NO_MEMORY;
+    int skip = (info->nondiff & (1u << i)) != 0;
+    disp_status s = DISP_OK;
+    if (v->tag == DISP_VALUE_TENSOR_LIST) {
+      for (size_t e = 0; e < v->u.tensors.len && s == DISP_OK; e++, nr++)
+        if (!skip) s = output_history(n, v->u.tensors.data[e], nr, info, inputs);
+    } else {
+      if (!skip && v->tag == DISP_VALUE_TENSOR) s = output_history(n, v->u.tensor, nr, info, inputs);
+      nr++;
     }
+    if (s != DISP_OK) return s;
   }
+  n->num_inputs = nr;
   for (int k = 0; k < info->nsaved; k++) {
     int pos = info->saved[k];
     if (pos >= 0) continue;

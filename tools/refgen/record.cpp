@@ -45,10 +45,18 @@ std::vector<std::string> record_grads(const Case &c, std::string *node) {
   std::string req = "requires_grad";
   for (const auto &l : c.requires_grad) req += " " + l;
   lines.push_back(req);
+  // grad_output i names the i-th tensor of the returns with every Tensor[]
+  // return's elements counted one by one (split's pieces), in order.
+  std::vector<at::Tensor> flat;
+  for (const auto &v : stack) {
+    if (v.isTensorList())
+      for (const at::Tensor &t : v.toTensorVector()) flat.push_back(t);
+    else flat.push_back(v.isTensor() ? v.toTensor() : at::Tensor());
+  }
   for (const auto &g : c.grad_outputs) {
-    if ((size_t)g.ret >= stack.size() || !stack[g.ret].isTensor())
+    if ((size_t)g.ret >= flat.size() || !flat[g.ret].defined())
       throw std::runtime_error(c.name + ": grad_output " + std::to_string(g.ret) + " names no tensor return");
-    outs.push_back(stack[g.ret].toTensor());
+    outs.push_back(flat[g.ret]);
     gouts.push_back(arg_ivalue(g.v).toTensor());
     lines.push_back("grad_output " + std::to_string(g.ret) + " " + format_value(g.v));
   }

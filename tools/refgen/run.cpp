@@ -149,7 +149,7 @@ bool values_uninitialized(const Case &c) {
 // Ops whose returned values are random: tensormeta when they have elements
 // (a zero-size result is written in full, as the seeds do).
 bool values_random(const Case &c) {
-  if (c.op == "aten::rand" || c.op == "aten::randn") return true;
+  if (c.op == "aten::rand" || c.op == "aten::randn" || c.op == "aten::multinomial") return true;
   if (c.op != "aten::dropout" && c.op != "aten::native_dropout") return false;
   const Value *p = find_arg(c, "p"), *train = find_arg(c, "train");
   bool training = train && (train->kind == Kind::None || train->i);
@@ -162,6 +162,14 @@ std::string format_return(const c10::IValue &v, bool meta, bool whole_storage) {
     const at::Tensor &t = v.toTensor();
     if (!t.defined()) return "none";
     return meta ? format_tensormeta(t) : format_tensor(t, whole_storage);
+  }
+  if (v.isTensorList()) {
+    // `tensors K` and one line per element; an element that shares an
+    // input's storage is written with that whole storage (as a view return)
+    std::vector<at::Tensor> ts = v.toTensorVector();
+    std::string s = "tensors " + std::to_string(ts.size());
+    for (const auto &t : ts) s += "\n" + (meta ? format_tensormeta(t) : format_tensor(t, whole_storage));
+    return s;
   }
   if (v.isBool()) return std::string("scalar bool ") + (v.toBool() ? "1" : "0");
   if (v.isInt()) return "scalar int " + std::to_string(v.toInt());
@@ -238,6 +246,13 @@ RunResult run_case(const Case &c) {
   std::vector<std::string> aliases;
   for (size_t i = 0; i < stack.size(); i++) {
     bool aliased = false;
+    if (stack[i].isTensorList()) {
+      for (const at::Tensor &t : stack[i].toTensorVector())
+        for (const auto &in : inputs)
+          if (in.t.defined() && t.defined() &&
+              t.storage().unsafeGetStorageImpl() == in.t.storage().unsafeGetStorageImpl())
+            aliased = true;
+    }
     if (stack[i].isTensor() && stack[i].toTensor().defined()) {
       const c10::StorageImpl *mine = stack[i].toTensor().storage().unsafeGetStorageImpl();
       for (const auto &in : inputs) {
@@ -251,7 +266,14 @@ RunResult run_case(const Case &c) {
       r.unwritable |= aliased && !within_storage(stack[i].toTensor());
     }
     bool meta = uninit || (random && stack[i].isTensor() && stack[i].toTensor().numel() > 0);
-    r.lines.push_back("out " + std::to_string(i) + " " + format_return(stack[i], meta, aliased));
+    // a Tensor[] return spans lines: `out i tensors K`, then its elements
+    std::string text = "out " + std::to_string(i) + " " + format_return(stack[i], meta, aliased);
+    for (size_t from = 0;;) {
+      size_t nl = text.find('\n', from);
+      r.lines.push_back(text.substr(from, nl == std::string::npos ? std::string::npos : nl - from));
+      if (nl == std::string::npos) break;
+      from = nl + 1;
+    }
   }
   r.lines.insert(r.lines.end(), aliases.begin(), aliases.end());
   for (const auto &w : written)
