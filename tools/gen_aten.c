@@ -848,7 +848,7 @@ int main(int argc, char **argv) {
       /* Tensor(a)[] (split): every element is a view of the input */
       char nm[64];
       arg_name(nm, sizeof nm, s->args[0].name);
-      fprintf(c, "  for (size_t e = 0; e < out0->len && st == DISP_OK; e++)\n"
+      fprintf(a, "  for (size_t e = 0; e < out0->len && st == DISP_OK; e++)\n"
                  "    st = disp__ag_view_created(%s, out0->data[e]);\n"
                  "  if (st != DISP_OK) disp_tensor_vec_free(out0);\n", nm);
     } else if (view && strcmp(schemas[d]->qualified, "aten::detach")) {

@@ -1,0 +1,217 @@
+/*
+ * gpt - a character-level GPT trained on Debian's fortunes, in C, with
+ * nanoGPT's CPU configuration (4 layers, 4 heads, width 128, context 64,
+ * batch 12, no dropout; AdamW lr 1e-3 with 100 warm-up steps and cosine
+ * decay to 1e-4 over the run, betas 0.9/0.99, weight decay 0.1 on matrices
+ * only, gradients clipped to norm 1.0; the output layer tied to the
+ * embedding). Prints train/val loss every --eval-every steps and ends with
+ * "val loss: X.XXXX".
+ *
+ *   gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N]
+ *       [--data DIR] [--sample N]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <disp.h>
+
+#include "corpus.h"
+#include "model.h"
+
+typedef struct flags {
+  long steps, eval_every, eval_iters, sample, threads;
+  unsigned long long seed;
+  const char *data;
+} flags;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_flags(int argc, char **argv, flags *f) {
+  for (int i = 1; i < argc; i += 2) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
+    if (!v) break;
+    if (!strcmp(a, "--data")) { f->data = v; continue; }
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0) break;
+    if (!strcmp(a, "--steps")) f->steps = n;
+    else if (!strcmp(a, "--eval-every")) f->eval_every = n;
+    else if (!strcmp(a, "--eval-iters")) f->eval_iters = n;
+    else if (!strcmp(a, "--sample")) f->sample = n;
+    else if (!strcmp(a, "--threads")) f->threads = n;
+    else if (!strcmp(a, "--seed")) f->seed = (unsigned long long)n;
+    else break;
+    if (i + 2 >= argc) return 0;
+  }
+  if (argc == 1) return 0;
+  fprintf(stderr, "usage: gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N] "
+                  "[--data DIR] [--sample N]\n");
+  return 1;
+}
+
+/* nanoGPT's get_lr: linear warm-up, then cosine decay to min_lr. */
+static double lr_at(long it, long steps) {
+  const double lr = 1e-3, min_lr = 1e-4;
+  const long warmup = 100;
+  if (it < warmup) return lr * (double)it / (double)warmup;
+  if (it > steps) return min_lr;
+  double ratio = (double)(it - warmup) / (double)(steps - warmup);
+  return min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (lr - min_lr);
+}
+
+/* torch.nn.utils.clip_grad_norm_(params, max_norm) of 1.13: the 2-norm of
+ * every gradient together; each gradient times min(1, max_norm / (norm +
+ * 1e-6)), in place. (1.13 takes the norm of the per-tensor norms; the sum of
+ * squares here rounds differently in the last bits.) */
+static disp_status clip_grad_norm(const gpt_model *m, double max_norm, double *total) {
+  disp_scope s = disp_scope_begin();
+  disp_tensor *sq = disp_zeros(DISP_DIMS_EMPTY);
+  for (size_t i = 0; i < m->nparams; i++) {
+    disp_tensor *g = disp_tensor_grad(m->params[i]);
+    if (g) sq = disp_add(sq, disp_sum(disp_mul(g, g)));
+  }
+  *total = sqrt(disp_item(sq));
+  disp_tensor *coef = disp_scalar(fmin(1.0, max_norm / (*total + 1e-6)));
+  disp_status st = DISP_OK;
+  for (size_t i = 0; coef && st == DISP_OK && i < m->nparams; i++) {
+    disp_tensor *g = disp_tensor_grad(m->params[i]), *r = NULL;
+    if (g) st = disp_aten_mul__Tensor(g, coef, &r);
+    disp_tensor_release(r);
+  }
+  disp_status end = disp_scope_end(&s);
+  return st != DISP_OK ? st : end;
+}
+
+/* The mean loss of `iters` batches of a split, drawn from a fresh stream
+ * of `seed` (the same batches at every evaluation). */
+static double estimate_loss(const gpt_model *m, const corpus *c, int val, long iters, uint64_t seed) {
+  double sum = 0;
+  uint64_t state = seed;
+  DISP_NO_GRAD for (long i = 0; i < iters; i++) DISP_SCOPE {
+      disp_tensor *x = NULL, *y = NULL;
+      if (corpus_batch(c, val, 12, m->cfg.context, &state, &x, &y) != DISP_OK) sum = NAN;
+      else sum += disp_item(gpt_loss(m, x, y));
+      disp_tensor_release(x), disp_tensor_release(y);
+    }
+  return sum / (double)iters;
+}
+
+static disp_status make_optimizers(const gpt_model *m, disp_optimizer *opt[2]) {
+  disp_tensor **groups[2];
+  size_t n[2] = {0, 0};
+  groups[0] = malloc(m->nparams * sizeof **groups), groups[1] = malloc(m->nparams * sizeof **groups);
+  disp_status st = groups[0] && groups[1] ? DISP_OK : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
+  for (size_t i = 0; st == DISP_OK && i < m->nparams; i++) {
+    int g = !gpt_is_matrix(m, i);
+    groups[g][n[g]++] = m->params[i];
+  }
+  for (int g = 0; st == DISP_OK && g < 2; g++) {
+    disp_adam_options o = disp_adamw_options_default();
+    o.lr = 1e-3, o.beta2 = 0.99, o.weight_decay = g == 0 ? 0.1 : 0.0;
+    st = disp_optim_adamw_new(groups[g], n[g], &o, &opt[g]);
+  }
+  free(groups[0]), free(groups[1]);
+  return st;
+}
+
+/* One step: loss, gradients, clipping, both optimizers; *loss its value. */
+static disp_status train_step(const gpt_model *m, disp_optimizer *opt[2], disp_tensor *x, disp_tensor *y,
+                              double *loss) {
+  disp_scope s = disp_scope_begin();
+  disp_tensor *l = gpt_loss(m, x, y);
+  disp_zero_grad(opt[0]), disp_zero_grad(opt[1]), disp_backward(l);
+  *loss = disp_item(l);
+  disp_status st = disp_scope_end(&s);
+  double norm = 0;
+  if (st == DISP_OK) st = clip_grad_norm(m, 1.0, &norm);
+  if (st == DISP_OK) st = disp_optim_step(opt[0]);
+  if (st == DISP_OK) st = disp_optim_step(opt[1]);
+  return st;
+}
+
+/* n characters from the model, starting after a newline: each the top-k
+ * (200) of the last position's logits / temperature (0.8), drawn from the
+ * softmax with the corpus generator. (Recomputes the whole window per
+ * character: no KV cache yet.) */
+static disp_status sample(const gpt_model *m, const corpus *c, long n, uint64_t *state) {
+  int64_t T = m->cfg.context, V = m->cfg.vocab, *ids = calloc((size_t)(n + 1), sizeof *ids);
+  double *p = malloc((size_t)V * sizeof *p);
+  disp_status st = ids && p ? DISP_OK : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
+  ids[0] = corpus_encode(c, '\n');
+  for (long t = 1; st == DISP_OK && t <= n; t++) DISP_NO_GRAD {
+      int64_t start = t > T ? t - T : 0;
+      disp_scope s = disp_scope_begin();
+      disp_tensor *logits = gpt_forward(m, disp_view(disp_from(ids + start, t - start), DISP_DIMS(1, -1)));
+      disp_tensor *last = disp_softmax(disp_mul_scalar(disp_select(logits, 1, -1), 1.0 / 0.8), -1);
+      const float *q = last ? disp_tensor_data_ptr(last) : NULL;
+      for (int64_t v = 0; q && v < V; v++) p[v] = q[v];
+      if ((st = disp_scope_end(&s)) != DISP_OK) break;
+      /* top-k 200 keeps the whole vocabulary here (V < 200): draw from p */
+      double u = (double)(corpus_rng_below(state, 1ull << 53)) / 9007199254740992.0, acc = 0;
+      int64_t pick = V - 1;
+      for (int64_t v = 0; v < V; v++)
+        if ((acc += p[v]) > u) { pick = v; break; }
+      ids[t] = pick;
+    }
+  if (st == DISP_OK) {
+    char *text = malloc((size_t)n + 1);
+    if (text) corpus_decode(c, ids + 1, (size_t)n, text), text[n] = 0, printf("%s\n", text);
+    free(text);
+  }
+  free(ids), free(p);
+  return st;
+}
+
+static int fail(const char *what) {
+  fprintf(stderr, "gpt: %s: %s\n", what, disp_last_error());
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  flags f = {2000, 250, 20, 0, 0, 1337, NULL};
+  if (parse_flags(argc, argv, &f)) return 1;
+  if (f.threads) disp_set_num_threads((int)f.threads);
+  corpus c;
+  if (corpus_load(f.data, &c) != DISP_OK) return fail("reading the corpus");
+  printf("corpus: %zu files, %zu quotes, vocabulary %d, %zu training and %zu validation tokens\n", c.files,
+         c.quotes, c.vocab, c.ntrain, c.nval);
+  disp_manual_seed(f.seed);
+  gpt_config cfg = {c.vocab, 64, 4, 4, 128};
+  gpt_model m;
+  disp_optimizer *opt[2] = {NULL, NULL};
+  int rc = 0;
+  if (gpt_init(&m, &cfg) != DISP_OK) return corpus_free(&c), fail("making the model");
+  if (make_optimizers(&m, opt) != DISP_OK) rc = fail("making the optimizers");
+  uint64_t state = f.seed;
+  double t0 = now_s(), loss = 0;
+  for (long it = 0; !rc && it <= f.steps; it++) {
+    if (f.eval_every && (it % f.eval_every == 0 || it == f.steps))
+      printf("step %ld: train loss %.4f, val loss %.4f (%.1f s)\n", it, estimate_loss(&m, &c, 0, f.eval_iters, f.seed + 1),
+             estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2), now_s() - t0);
+    if (it == f.steps) break;
+    disp_tensor *x = NULL, *y = NULL;
+    disp_status st = corpus_batch(&c, 0, 12, cfg.context, &state, &x, &y);
+    if (st == DISP_OK) st = disp_optim_set_lr(opt[0], lr_at(it, f.steps));
+    if (st == DISP_OK) st = disp_optim_set_lr(opt[1], lr_at(it, f.steps));
+    if (st == DISP_OK) st = train_step(&m, opt, x, y, &loss);
+    disp_tensor_release(x), disp_tensor_release(y);
+    if (st != DISP_OK) rc = fail("training");
+  }
+  if (!rc) {
+    printf("trained %ld steps in %.1f s\n", f.steps, now_s() - t0);
+    printf("val loss: %.4f\n", estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2));
+  }
+  if (!rc && f.sample && sample(&m, &c, f.sample, &state) != DISP_OK) rc = fail("sampling");
+  disp_optim_free(opt[0]), disp_optim_free(opt[1]);
+  gpt_free(&m);
+  corpus_free(&c);
+  disp_shutdown();
+  return rc;
+}
