@@ -4,9 +4,9 @@
 set -e
 need=""
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-# zlib1g-dev and dataset-fashion-mnist (Fashion-MNIST under
+# libjansson-dev parses safetensors headers (src/interop/); zlib1g-dev and dataset-fashion-mnist (Fashion-MNIST under
 # /usr/share/datasets/fashion-mnist) are for the training examples and their tests.
-for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libsleef-dev zlib1g-dev \
+for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libsleef-dev libjansson-dev zlib1g-dev \
          dataset-fashion-mnist; do
   have_pkg "$p" || need="$need $p"
 done
