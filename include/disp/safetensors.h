@@ -44,7 +44,9 @@
  * (serde keeps the last one silently; here the file is ambiguous), a name
  * or string with "\u0000" (not a C string), an integer above INT64_MAX
  * (jansson's limit; no such shape or offset fits a file anyway), more than
- * DISP_TENSOR_MAX_DIMS dimensions, and a size above INT64_MAX elements.
+ * DISP_TENSOR_MAX_DIMS dimensions, and a shape whose size or strides do
+ * not fit int64_t (e.g. [0, 2^32, 2^32]: no bytes, but PyTorch could not
+ * make that tensor either): "libdispatch cannot make this tensor".
  *
  * Loading maps the file (mmap, private: writing to a loaded tensor never
  * changes the file) and each tensor whose data is aligned for its dtype

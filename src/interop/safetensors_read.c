@@ -42,7 +42,7 @@ static disp_status make_tensor(disp_storage *map, const st_header *h, const st_e
 
 /* The set of a parsed header over `map` (borrowed; the set and borrowing
  * tensors take references). */
-static disp_status build_set(disp_storage *map, const st_header *h, disp_safetensors **out) {
+static disp_status build_set(disp_storage *map, const st_header *h, const char *label, disp_safetensors **out) {
   disp_safetensors *set = NULL;
   disp_status s = disp_safetensors_new(&set);
   for (size_t i = 0; s == DISP_OK && i < h->meta_count; i++)
@@ -50,6 +50,8 @@ static disp_status build_set(disp_storage *map, const st_header *h, disp_safeten
   for (size_t i = 0; s == DISP_OK && i < h->count; i++) {
     disp_tensor *t = NULL;
     s = make_tensor(map, h, &h->entries[i], &t);
+    if (s == DISP_ERR_INVALID_ARG) /* valid safetensors, but no libdispatch tensor: say which and why */
+      s = disp__st_bad(label, h->entries[i].name, "libdispatch cannot make this tensor: %s", disp_last_error());
     if (s == DISP_OK) s = disp__st_append_steal(set, h->entries[i].name, t, 0);
     if (s != DISP_OK) disp_tensor_release(t);
   }
@@ -68,7 +70,7 @@ static disp_status load_storage(disp_storage *map, const char *label, disp_safet
   st_header h;
   disp_status s = disp__st_parse(disp_storage_data(map), disp_storage_nbytes(map), label, &h);
   if (s == DISP_OK) {
-    s = build_set(map, &h, out);
+    s = build_set(map, &h, label, out);
     disp__st_header_free(&h);
   }
   disp_storage_release(map);
