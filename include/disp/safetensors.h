@@ -122,9 +122,10 @@ DISP_API disp_status disp_safetensors_set_metadata(disp_safetensors *set, const 
  * NULL). disp_safetensors_name / disp_safetensors_tensor: the i-th
  * (0 <= i < count; a loaded set is in file order, a built one in the order
  * added), borrowed, valid while the set lives (retain the tensor to keep
- * it longer); NULL for NULL set or i out of range. disp_safetensors_get:
- * the tensor named `name` (borrowed), NULL when absent. Thread-safe while
- * nobody changes the set.
+ * it longer); NULL with a message for i out of range. disp_safetensors_get: the tensor
+ * named `name` (borrowed), NULL when absent. A NULL set or name: NULL and
+ * the message "<function>: set is NULL" (Note [NULL arguments]); count of
+ * NULL is 0. Thread-safe while nobody changes the set.
  */
 DISP_API size_t disp_safetensors_count(const disp_safetensors *set);
 DISP_API const char *disp_safetensors_name(const disp_safetensors *set, size_t i);
@@ -134,8 +135,9 @@ DISP_API disp_tensor *disp_safetensors_get(const disp_safetensors *set, const ch
 /*
  * The metadata: count (0 for NULL), the i-th key and value (borrowed
  * strings, valid while the set lives and the key is not set again; NULL
- * out of range), and the value of `key` (NULL when absent). A loaded set
- * keeps the file's order. Thread-safe while nobody changes the set.
+ * with a message out of range), and the value of `key` (NULL when absent; NULL arguments
+ * as above). A loaded set keeps the file's order. Thread-safe while nobody
+ * changes the set.
  */
 DISP_API size_t disp_safetensors_metadata_count(const disp_safetensors *set);
 DISP_API const char *disp_safetensors_metadata_key(const disp_safetensors *set, size_t i);
@@ -186,8 +188,9 @@ DISP_API disp_status disp_safetensors_load_buffer(const void *data, size_t len,
 
 /*
  * disp_safetensors_dtype_name - the safetensors name of a dtype ("F32",
- * "BF16", "BOOL"...), NULL for one the format cannot hold (quint8) or
- * outside the enum. Static string. Thread-safe.
+ * "BF16", "BOOL"...); NULL with a message (DISP_ERR_INVALID_ARG) for one
+ * the format cannot hold (quint8) or outside the enum. Static string.
+ * Thread-safe.
  */
 DISP_API const char *disp_safetensors_dtype_name(disp_dtype dt);
 

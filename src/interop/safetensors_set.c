@@ -20,7 +20,11 @@ static const char *const st_names[DISP_DTYPE_COUNT] = {
 static const char *const st_unsupported[] = {"U16", "U32", "U64", "F8_E5M2", "F8_E4M3"};
 
 const char *disp_safetensors_dtype_name(disp_dtype dt) {
-  return (unsigned)dt < DISP_DTYPE_COUNT ? st_names[dt] : NULL;
+  if ((unsigned)dt >= DISP_DTYPE_COUNT)
+    return disp__fail(DISP_ERR_INVALID_ARG, "disp_safetensors_dtype_name: %d is not a dtype", (int)dt), NULL;
+  if (!st_names[dt])
+    disp__fail(DISP_ERR_INVALID_ARG, "disp_safetensors_dtype_name: safetensors has no %s", disp_dtype_name(dt));
+  return st_names[dt];
 }
 
 int disp__st_dtype_parse(const char *name, disp_dtype *out) {
@@ -126,16 +130,30 @@ disp_status disp_safetensors_set_metadata(disp_safetensors *set, const char *key
 
 size_t disp_safetensors_count(const disp_safetensors *set) { return set ? set->count : 0; }
 
+/* Note [NULL arguments] (b): a getter given NULL returns NULL and says so. */
+static void *null_arg(const char *fn, const char *arg) {
+  disp__fail(DISP_ERR_INVALID_ARG, "%s: %s is NULL", fn, arg);
+  return NULL;
+}
+
+/* The same for an index past the end. */
+static void *out_of_range(const char *fn, size_t i, size_t n, const char *what) {
+  disp__fail(DISP_ERR_INVALID_ARG, "%s: index %zu is out of range (the set has %zu %s)", fn, i, n, what);
+  return NULL;
+}
+
 const char *disp_safetensors_name(const disp_safetensors *set, size_t i) {
-  return set && i < set->count ? set->items[i].name : NULL;
+  if (!set) return null_arg("disp_safetensors_name", "set");
+  return i < set->count ? set->items[i].name : out_of_range("disp_safetensors_name", i, set->count, "tensors");
 }
 
 disp_tensor *disp_safetensors_tensor(const disp_safetensors *set, size_t i) {
-  return set && i < set->count ? set->items[i].tensor : NULL;
+  if (!set) return null_arg("disp_safetensors_tensor", "set");
+  return i < set->count ? set->items[i].tensor : out_of_range("disp_safetensors_tensor", i, set->count, "tensors");
 }
 
 disp_tensor *disp_safetensors_get(const disp_safetensors *set, const char *name) {
-  if (!set || !name) return NULL;
+  if (!set || !name) return null_arg("disp_safetensors_get", !set ? "set" : "name");
   long i = disp__st_find(set, name);
   return i < 0 ? NULL : set->items[i].tensor;
 }
@@ -143,15 +161,17 @@ disp_tensor *disp_safetensors_get(const disp_safetensors *set, const char *name)
 size_t disp_safetensors_metadata_count(const disp_safetensors *set) { return set ? set->meta_count : 0; }
 
 const char *disp_safetensors_metadata_key(const disp_safetensors *set, size_t i) {
-  return set && i < set->meta_count ? set->meta[i].key : NULL;
+  if (!set) return null_arg("disp_safetensors_metadata_key", "set");
+  return i < set->meta_count ? set->meta[i].key : out_of_range("disp_safetensors_metadata_key", i, set->meta_count, "metadata entries");
 }
 
 const char *disp_safetensors_metadata_value(const disp_safetensors *set, size_t i) {
-  return set && i < set->meta_count ? set->meta[i].value : NULL;
+  if (!set) return null_arg("disp_safetensors_metadata_value", "set");
+  return i < set->meta_count ? set->meta[i].value : out_of_range("disp_safetensors_metadata_value", i, set->meta_count, "metadata entries");
 }
 
 const char *disp_safetensors_metadata_get(const disp_safetensors *set, const char *key) {
-  if (!set || !key) return NULL;
+  if (!set || !key) return null_arg("disp_safetensors_metadata_get", !set ? "set" : "key");
   for (size_t i = 0; i < set->meta_count; i++)
     if (strcmp(set->meta[i].key, key) == 0) return set->meta[i].value;
   return NULL;
