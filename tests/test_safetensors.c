@@ -354,6 +354,19 @@ TEST(rejects_offsets) {
   return 0;
 }
 
+/* A megabyte-long name is cut to 200 bytes in the message. */
+TEST(rejects_name_long_names_briefly) {
+  size_t n = 1 << 20;
+  char *hdr = malloc(n + 64);
+  strcpy(hdr, "{\"");
+  memset(hdr + 2, 'x', n);
+  strcpy(hdr + 2 + n, "\":5}");
+  ASSERT_EQ_INT(rejects(hdr, 0, NULL, "xxx...': its entry is an integer"), 0);
+  free(hdr);
+  ASSERT_TRUE(strlen(disp_last_error()) < 400);
+  return 0;
+}
+
 TEST(rejects_duplicates_and_metadata) {
   ASSERT_EQ_INT(rejects("{\"a\":" U8(0, 1, 1) ",\"a\":" U8(0, 1, 1) "}", 1, NULL, "not valid JSON (a duplicate name): "), 0);
   ASSERT_EQ_INT(rejects("{\"__metadata__\":5}", 0, NULL, "\"__metadata__\" is an integer, not an object of strings"), 0);
@@ -555,6 +568,10 @@ static disp_status scenario(const char *path) {
   if (s == DISP_OK) s = disp_tensor_empty((int64_t[]){4, 2}, 2, DISP_DTYPE_FLOAT64, cpu, &t);
   if (s == DISP_OK) memset(disp_tensor_data_ptr(t), 1, 64);
   if (s == DISP_OK) s = disp_safetensors_add(set, "w", t);
+  disp_tensor *tr = NULL; /* non-contiguous: written through a gather buffer */
+  if (s == DISP_OK) s = disp_tensor_new_view(t, (int64_t[]){2, 4}, (int64_t[]){1, 2}, 2, 0, &tr);
+  if (s == DISP_OK) s = disp_safetensors_add(set, "wt", tr);
+  disp_tensor_release(tr);
   if (s == DISP_OK) s = disp_safetensors_set_metadata(set, "step", "1");
   if (s == DISP_OK) s = disp_safetensors_save(set, path);
   if (s == DISP_OK) s = disp_safetensors_load(path, &back);
@@ -610,6 +627,7 @@ TEST_LIST = {
     TEST_ENTRY(rejects_dtypes),
     TEST_ENTRY(rejects_shapes),
     TEST_ENTRY(rejects_offsets),
+    TEST_ENTRY(rejects_name_long_names_briefly),
     TEST_ENTRY(rejects_duplicates_and_metadata),
     TEST_ENTRY(accepts_what_the_reference_accepts),
     TEST_ENTRY(rejects_name_the_file),

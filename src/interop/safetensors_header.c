@@ -21,7 +21,10 @@ disp_status disp__st_bad(const char *label, const char *tensor, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(cause, sizeof cause, fmt, ap);
   va_end(ap);
-  if (tensor) return disp__fail(DISP_ERR_IO, "disp_safetensors_load: %s: tensor '%s': %s", label, tensor, cause);
+  /* a name may be megabytes long: the message shows its first 200 bytes */
+  if (tensor)
+    return disp__fail(DISP_ERR_IO, "disp_safetensors_load: %s: tensor '%.200s%s': %s", label, tensor,
+                      strlen(tensor) > 200 ? "..." : "", cause);
   return disp__fail(DISP_ERR_IO, "disp_safetensors_load: %s: %s", label, cause);
 }
 
@@ -136,7 +139,7 @@ static disp_status parse_metadata(const char *label, const json_t *v, st_header 
   json_t *val;
   json_object_foreach((json_t *)v, key, val) {
     if (!json_is_string(val))
-      return disp__st_bad(label, NULL, "\"__metadata__\" value of \"%s\" is %s, not a string", key, json_kind(val));
+      return disp__st_bad(label, NULL, "\"__metadata__\" value of \"%.200s\" is %s, not a string", key, json_kind(val));
     h->meta[2 * h->meta_count] = key;
     h->meta[2 * h->meta_count + 1] = json_string_value(val);
     h->meta_count++;

@@ -100,15 +100,16 @@ static char *header_text(const disp_safetensors *set, st_item *const *order, siz
   return out;
 }
 
-/* Write t's elements in row-major order. Contiguous tensors in one write;
- * others gathered element by element into a buffer first. */
-static int write_data(FILE *f, const disp_tensor *t) {
+/* Write t's elements in row-major order: contiguous tensors in one write,
+ * others gathered element by element into a buffer first. 0 when written,
+ * else the status (DISP_ERR_IO with errno set, or DISP_ERR_NO_MEMORY). */
+static disp_status write_data(FILE *f, const disp_tensor *t) {
   size_t item = disp_tensor_itemsize(t), n = (size_t)disp_tensor_numel(t);
-  if (n == 0) return 1;
+  if (n == 0) return DISP_OK;
   const char *src = disp_tensor_data_ptr(t);
-  if (disp_tensor_is_contiguous(t)) return fwrite(src, item, n, f) == n;
+  if (disp_tensor_is_contiguous(t)) return fwrite(src, item, n, f) == n ? DISP_OK : DISP_ERR_IO;
   char *buf = disp__malloc(n * item);
-  if (!buf) return 0;
+  if (!buf) return DISP_ERR_NO_MEMORY;
   int nd = disp_tensor_ndim(t);
   const int64_t *sz = disp_tensor_sizes(t), *st = disp_tensor_strides(t);
   int64_t idx[DISP_TENSOR_MAX_DIMS] = {0};
@@ -118,9 +119,9 @@ static int write_data(FILE *f, const disp_tensor *t) {
     memcpy(buf + k * item, src + at * (int64_t)item, item);
     for (int d = nd - 1; d >= 0 && ++idx[d] == sz[d]; d--) idx[d] = 0;
   }
-  int ok = fwrite(buf, item, n, f) == n;
+  disp_status s = fwrite(buf, item, n, f) == n ? DISP_OK : DISP_ERR_IO;
   disp__free(buf);
-  return ok;
+  return s;
 }
 
 /* The whole file to `f`. DISP_ERR_IO with errno when a write fails. */
@@ -142,12 +143,14 @@ static disp_status write_set(const char *fn, const disp_safetensors *set, FILE *
   uint8_t le[8];
   for (int i = 0; i < 8; i++) le[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
   errno = 0;
-  int ok = fwrite(le, 1, 8, f) == 8 && fwrite(hdr, 1, hlen, f) == hlen;
-  for (size_t i = 0; ok && i < set->count; i++) ok = write_data(f, order[i]->tensor);
-  ok = ok && fflush(f) == 0;
+  s = fwrite(le, 1, 8, f) == 8 && fwrite(hdr, 1, hlen, f) == hlen ? DISP_OK : DISP_ERR_IO;
+  for (size_t i = 0; s == DISP_OK && i < set->count; i++) s = write_data(f, order[i]->tensor);
+  if (s == DISP_OK && fflush(f) != 0) s = DISP_ERR_IO;
+  if (s == DISP_ERR_IO && errno == ENOMEM) s = DISP_ERR_NO_MEMORY; /* a memory stream that could not grow */
   disp__free(hdr);
   disp__free(order);
-  if (!ok) return disp__fail(DISP_ERR_IO, "%s: cannot write %s: %s", fn, where, errno ? strerror(errno) : "out of memory");
+  if (s == DISP_ERR_NO_MEMORY) return disp__fail(s, "%s: out of memory", fn);
+  if (s != DISP_OK) return disp__fail(s, "%s: cannot write %s: %s", fn, where, strerror(errno ? errno : EIO));
   return DISP_OK;
 }
 
