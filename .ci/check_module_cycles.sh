@@ -12,7 +12,8 @@
 #     anything but base; dispatcher -> kernels, autograd or runtime, or ->
 #     tensor beyond src/tensor/tensor_ref_internal.h; tensor -> kernels,
 #     autograd, runtime or the dispatcher (it uses the keys only); kernels
-#     -> autograd or runtime; autograd -> runtime;
+#     -> autograd or runtime; autograd -> runtime; interop -> kernels,
+#     autograd or runtime, or anything -> interop;
 #   - any cycle among modules.
 # Arrows listed in PENDING below (known, each with its reason and way out) are
 # printed but do not fail, unless --strict. Runnable from the repo root.
@@ -36,11 +37,12 @@ module_of() { # OBJECT PATH -> module name, empty for none
     */src/autograd/*|*/generated/aten_formulas.c.o|*/generated/aten_autograd_gen.c.o) echo autograd ;;
     */src/runtime/*) echo runtime ;;
     */src/api/*|*/generated/easy_ops.c.o) echo api ;;
+    */src/interop/*) echo interop ;;
   esac
 }
 
 # The object libraries of CMakeLists.txt that make up libdispatch.
-objs=$(for d in base keys dispatcher tensor objects runtime 'cpu_*'; do
+objs=$(for d in base keys dispatcher tensor objects runtime interop 'cpu_*'; do
   find "$build"/CMakeFiles/dispatch_$d.dir -name '*.o' 2>/dev/null
 done | sort)
 if [ -z "$objs" ]; then
@@ -78,6 +80,8 @@ forbidden() { # FROM TO SYMBOL -> reason, or nothing when allowed
     "kernels autograd"|"kernels runtime") echo "kernels know no autograd graph" ;;
     "autograd runtime") echo "only the runtime names the built-in lists" ;;
     *" api") echo "the concise API sits on top: nothing below uses it" ;;
+    "interop kernels"|"interop autograd"|"interop runtime") echo "interop uses the tensor module only (DESIGN.md)" ;;
+    *" interop") echo "interop sits on top: nothing below uses it" ;;
   esac
 }
 pending() { for p in "${PENDING[@]}"; do [ "${p%%:*}" = "$1 $2" ] && return 0; done; return 1; }

@@ -28,6 +28,7 @@
  *   disp/stub.h        inner loops a backend registers instead of whole kernels
  *   disp/easy.h        the concise face: operators returning results, tensors
  *                      from C data, scopes, options by name (programs start here)
+ *   disp/safetensors.h checkpoints: named tensors saved and loaded as safetensors
  *
  * Conventions: every fallible call returns a disp_status and writes results
  * through out-parameters; disp_last_error() says what went wrong, worded as
@@ -68,5 +69,6 @@
 #include "disp/optim.h"
 #include "disp/stub.h"
 #include "disp/easy.h"
+#include "disp/safetensors.h"
 
 #endif /* DISP_H */

@@ -4,11 +4,11 @@
 set -e
 need=""
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-# zlib1g-dev and dataset-fashion-mnist (Fashion-MNIST under
-# /usr/share/datasets/fashion-mnist) are for the training examples and their
-# tests; fortunes (the quote files under /usr/share/games/fortunes) is the
-# GPT example's corpus.
-for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libsleef-dev zlib1g-dev \
+# libjansson-dev parses safetensors headers (src/interop/); zlib1g-dev and
+# dataset-fashion-mnist (Fashion-MNIST under /usr/share/datasets/fashion-mnist)
+# are for the training examples and their tests; fortunes (the quote files
+# under /usr/share/games/fortunes) is the GPT example's corpus.
+for p in cmake make gcc pkg-config libffi-dev uthash-dev libopenblas-dev libsleef-dev libjansson-dev zlib1g-dev \
          dataset-fashion-mnist fortunes; do
   have_pkg "$p" || need="$need $p"
 done

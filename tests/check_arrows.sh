@@ -7,6 +7,8 @@
 #                  guard headers; never kernels or autograd
 #   autograd    -> dispatcher and tensor public or _internal headers; never
 #                  kernels' internals (aten_internal.h, tensor_iter.h, ...)
+#   interop     -> base, tensor and the public key headers; never kernels,
+#                  autograd or the concise API; nothing below includes it
 #   runtime     -> anything; nothing includes the runtime's headers, and only
 #                  the runtime names the built-in list (builtins_internal.h)
 src=${1:-$(dirname "$0")/../src}
@@ -33,8 +35,11 @@ check tensor "\"kernels/|\"($kernel_headers)\"" 'kernels headers'
 check tensor "\"($dispatcher_private)\"|\"dispatcher/" 'dispatcher internals'
 check tensor '"disp/(call|dispatcher|library|schema|aten|autocast)\.h"' 'dispatcher or kernels API'
 check autograd "\"($kernel_headers)\"|\"kernels/" 'kernels internals'
+check interop "\"($kernel_headers)\"|\"kernels/|\"autograd/|\"api/|\"disp/(aten|easy|autograd)\\.h\"" \
+  'interop uses the tensor module only'
 for m in base dispatcher tensor kernels autograd; do
   check $m '"runtime/' 'the runtime sits above every module'
+  check $m '"interop/' 'interop sits on top: nothing below uses it'
 done
 for m in base dispatcher tensor autograd; do
   check $m '"builtins_internal\.h"' 'only the runtime names the built-in list'
@@ -43,5 +48,5 @@ if [ "$fail" -ne 0 ]; then
   echo "0 passed, $fail failed"
   exit 1
 fi
-echo "module arrows: base, dispatcher, tensor, kernels and autograd include only what they may"
+echo "module arrows: base, dispatcher, tensor, kernels, autograd and interop include only what they may"
 exit 0

@@ -13,11 +13,12 @@ ok() { echo "PASS $1"; pass=$((pass + 1)); }
 ko() { echo "FAIL $1"; fail=$((fail + 1)); }
 
 # The libraries libdispatch.so may need: libc, libm, pthread and libdl (all
-# glibc), the dynamic loader (__tls_get_addr), libffi, CBLAS (OpenBLAS or
+# glibc), the dynamic loader (__tls_get_addr), libffi, jansson (safetensors
+# headers, src/interop/), CBLAS (OpenBLAS or
 # another CBLAS), SLEEF, the OpenMP runtime of the compiler (GCC's libgomp,
 # LLVM's libomp for clang builds), and the sanitizer runtimes of
 # DISP_SANITIZE / DISP_TSAN.
-allowed_libs='libc.so libm.so libpthread.so libdl.so ld-linux libffi.so libopenblas.so libcblas.so libblas.so
+allowed_libs='libc.so libm.so libpthread.so libdl.so ld-linux libffi.so libjansson.so libopenblas.so libcblas.so libblas.so
               libsleef.so libgomp.so libomp.so libasan.so libubsan.so libtsan.so'
 # Weak references the C runtime's start files (crtbegin/crti) put in every
 # shared object; none comes from libdispatch's code.

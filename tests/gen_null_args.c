@@ -190,6 +190,10 @@ static const type_value type_values[] = {
     {"disp_device_guard*", 1, "&fx_out.device_guard"},
     {"disp_generator_state*", 1, "&fx_out.generator_state"},
     {"disp_memory_stats*", 1, "&fx_out.memory_stats"},
+    {"disp_safetensors**", 1, "&fx_out.safetensors"},
+    {"void**", 1, "&fx_out.ptr"},
+    {"disp_safetensors*", 1, "fx.safetensors"},
+    {"const disp_safetensors*", 1, "fx.safetensors"},
 };
 
 /* Values by parameter name where the type's value would not reach the NULL

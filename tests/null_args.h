@@ -65,6 +65,7 @@ typedef struct null_fixtures {
   /* No plugin is loaded: every function taking a plugin takes just that one
    * pointer, so its only case passes NULL (tests/test_plugin.c has the rest). */
   disp_plugin *plugin;
+  disp_safetensors *safetensors; /* an empty set */
 } null_fixtures;
 
 /* Where out-parameters point. Globals: what a call leaves here is reachable,
@@ -98,6 +99,8 @@ typedef struct null_outs {
   disp_device_guard device_guard;
   disp_generator_state generator_state;
   disp_memory_stats memory_stats;
+  disp_safetensors *safetensors;
+  void *ptr;
   disp_plugin *plugin;
 } null_outs;
 

@@ -92,6 +92,7 @@ static const null_param documented_nullable[] = {
     {"disp_gradcheck", "opts", "gradcheck.h: NULL means the defaults"},
     {"disp_gradgradcheck", "ctx", "gradcheck.h: passed to fn as is"},
     {"disp_gradgradcheck", "opts", "gradcheck.h: NULL means the defaults"},
+  {"disp_safetensors_load_buffer", "label", "safetensors.h: NULL names the buffer \"<buffer>\""},
 };
 
 /* ---- fixtures ------------------------------------------------------------- */
@@ -205,6 +206,7 @@ static int make_objects(void) {
   fx.generator = disp_device_generator(fx.device);
   if (!fx.generator || disp_generator_get_state(fx.generator, &fx.generator_state) != DISP_OK)
     return fail_setup("the CPU generator");
+  if (disp_safetensors_new(&fx.safetensors) != DISP_OK) return fail_setup("disp_safetensors_new");
   fx.devnull = fopen("/dev/null", "w");
   return fx.devnull ? 0 : fail_setup("opening /dev/null");
 }
@@ -213,6 +215,7 @@ static int make_objects(void) {
  * sees only what the library itself kept. */
 static void free_objects(void) {
   disp_optim_free(fx.optimizer);
+  disp_safetensors_free(fx.safetensors);
   disp_stack_free(fx.stack);
   disp_tensor_release(fx.tensor);
   disp_tensor_release(fx.computed);

@@ -17,6 +17,7 @@
 #include <disp.h>
 
 #include "check_ops.h"
+#include "disp_safetensors.h"
 #include "simulate.h"
 #include "tool_plugin.h"
 
@@ -45,6 +46,8 @@ static const char *const usage =
     "                           device-generic tests on cpu, meta and each plugin's device,\n"
     "                           and every reference case on each plugin's device\n"
     "  check                    report failed static registrations and impls without a def\n"
+    "  safetensors FILE         a safetensors file's metadata and tensors (name, dtype, shape);\n"
+    "                           exit 1 with the cause if the file is malformed\n"
     "\n"
     "Every command takes --plugin X.so (any number): backend plugins loaded first\n"
     "(disp_plugin_load), so their operators, kernels and devices are seen.\n"
@@ -351,6 +354,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "check-ops")) rc = disp_tool_check_ops(argc - 2, argv + 2);
   else if (!strcmp(cmd, "test")) rc = disp_tool_test(argc - 2, argv + 2);
   else if (!strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
+  else if (!strcmp(cmd, "safetensors")) rc = disp_tool_safetensors(argc - 2, argv + 2);
   else {
     fprintf(stderr, "disp: unknown command '%s'\n\n%s", cmd, usage);
     rc = 2;
