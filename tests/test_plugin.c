@@ -580,7 +580,11 @@ TEST(load_unload_cycles_hold_memory_bounded) {
   return 0;
 #endif
 #endif
-  for (int i = 0; i < 20; i++) ASSERT_TRUE(load_unload_good() == 0);
+  /* Warm-up: the heap settles on a plateau that grows with the operator
+   * count (with 135 operators about 60 KB above the 20th cycle, reached
+   * within 200 cycles: 1000 cycles grew no more than 200). A leak keeps
+   * growing after it. */
+  for (int i = 0; i < 200; i++) ASSERT_TRUE(load_unload_good() == 0);
   size_t before = heap_in_use();
   enum { CYCLES = 200 };
   for (int i = 0; i < CYCLES; i++) ASSERT_TRUE(load_unload_good() == 0);
