@@ -768,8 +768,74 @@ TEST(trains_with_backward) {
   return 0;
 }
 
+/* Copies every state of every parameter of `from` into `to` (whose
+ * parameters are copies of from's), as a checkpoint's resume does. */
+static disp_status copy_state(const config *c, disp_optimizer *from, disp_optimizer *to) {
+  static const char *const names[] = {"momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  for (size_t i = 0; i < 4; i++)
+    for (int k = c->kind == SGD ? 0 : 1; k < (c->kind == SGD ? 1 : c->amsgrad ? 4 : 3); k++) {
+      disp_tensor *t = NULL;
+      int64_t step = 0;
+      disp_status st = disp_optim_state(from, i, names[k], &t, &step);
+      if (st == DISP_OK && t) st = disp_optim_set_state(to, i, names[k], t, step);
+      if (st != DISP_OK) return st;
+    }
+  return DISP_OK;
+}
+
+/* Resuming from restored state takes exactly the uninterrupted run's
+ * steps: 3 steps, copy parameters and state into a second optimizer, 3 more
+ * on both; every value equal. */
+TEST(restored_state_resumes_exactly) {
+  for (size_t ci = 0; ci < NCONFIGS; ci++) {
+    const config *c = &kConfigs[ci];
+    disp_tensor *a[4], *b[4];
+    disp_optimizer *oa = NULL, *ob = NULL;
+    for (int k = 0; k < 4; k++) a[k] = filled(k, 0, c->f64);
+    ASSERT_OK(make_optimizer(c, a, &oa));
+    for (int t = 1; t <= 3; t++) {
+      ASSERT_OK(set_grads(a, t, c->f64));
+      ASSERT_OK(disp_optim_step(oa));
+    }
+    for (int k = 0; k < 4; k++) ASSERT_OK(disp_aten_clone(a[k], -1, &b[k]));
+    ASSERT_OK(make_optimizer(c, b, &ob));
+    ASSERT_OK(copy_state(c, oa, ob));
+    for (int t = 4; t <= 6; t++) {
+      ASSERT_OK(set_grads(a, t, c->f64));
+      ASSERT_OK(disp_optim_step(oa));
+      ASSERT_OK(set_grads(b, t, c->f64));
+      ASSERT_OK(disp_optim_step(ob));
+    }
+    for (int k = 0; k < 4; k++)
+      for (int64_t i = 0; i < kNumel[k]; i++)
+        if (value_at(a[k], i) != value_at(b[k], i)) {
+          fprintf(stderr, "%s: parameter %d [%lld] %.17g after resuming, %.17g uninterrupted\n", c->name, k,
+                  (long long)i, value_at(b[k], i), value_at(a[k], i));
+          return 1;
+        }
+    disp_optim_free(oa), disp_optim_free(ob);
+    release_all(a, 4), release_all(b, 4);
+  }
+  /* refusals leave the state as it was */
+  disp_tensor *ps[4] = {filled(0, 0, 0), filled(1, 0, 0), filled(2, 0, 0), filled(3, 0, 0)}, *p = ps[0], *wrong = ps[1];
+  disp_optimizer *o = NULL;
+  ASSERT_OK(make_optimizer(&kConfigs[5], ps, &o));
+  ASSERT_STATUS(disp_optim_set_state(o, 0, "exp_avg", wrong, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(disp_last_error(), "must have the parameter's sizes, dtype and device");
+  ASSERT_STATUS(disp_optim_set_state(o, 0, "exp_avg", p, 0), DISP_ERR_INVALID_ARG);
+  ASSERT_STATUS(disp_optim_set_state(o, 0, "max_exp_avg_sq", p, 1), DISP_ERR_INVALID_ARG);
+  ASSERT_STATUS(disp_optim_set_state(o, 4, "exp_avg", p, 1), DISP_ERR_INVALID_ARG);
+  disp_tensor *t = NULL;
+  ASSERT_OK(disp_optim_state(o, 0, "exp_avg", &t, NULL));
+  ASSERT_TRUE(t == NULL);
+  disp_optim_free(o);
+  release_all(ps, 4);
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(matches_libtorch),
+    TEST_ENTRY(restored_state_resumes_exactly),
     TEST_ENTRY(sgd_option_errors),
     TEST_ENTRY(adam_option_errors),
     TEST_ENTRY(parameter_list_errors),

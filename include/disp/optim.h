@@ -206,6 +206,23 @@ DISP_API disp_status disp_optim_set_lr(disp_optimizer *opt, double lr);
 DISP_API disp_status disp_optim_state(const disp_optimizer *opt, size_t index, const char *name,
                                       disp_tensor **out, int64_t *step);
 
+/*
+ * disp_optim_set_state - restores one state tensor of parameter `index`
+ * (PyTorch's optimizer.load_state_dict, one entry): the state `name` (as
+ * disp_optim_state names them) becomes a contiguous copy of value, and for
+ * Adam and AdamW the parameter's step count becomes `step` (>= 1; SGD
+ * ignores it). value must have the parameter's sizes, dtype and device.
+ * The optimizer's options (lr, betas, ...) are the caller's to set.
+ * Restoring every state of every parameter that has one, then stepping,
+ * gives the steps an uninterrupted run would have taken.
+ * Errors (DISP_ERR_INVALID_ARG, nothing changed): NULL opt, name or value;
+ * index out of range; a name this optimizer has no state of
+ * ("max_exp_avg_sq" without amsgrad); a step below 1 for Adam/AdamW; a value
+ * unlike the parameter. DISP_ERR_NO_MEMORY. Not thread-safe.
+ */
+DISP_API disp_status disp_optim_set_state(disp_optimizer *opt, size_t index, const char *name,
+                                          disp_tensor *value, int64_t step);
+
 #ifdef __cplusplus
 }
 #endif
