@@ -8,7 +8,11 @@
  * "val loss: X.XXXX".
  *
  *   gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N]
- *       [--data DIR] [--sample N]
+ *       [--data DIR] [--sample N] [--loss-every N] [--stop N] [--save FILE] [--resume FILE]
+ *
+ * --stop N ends the run after step N (the schedule still spans --steps);
+ * --save FILE then writes a checkpoint (checkpoint.h) that --resume FILE
+ * continues from, taking the steps the uninterrupted run would take.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,13 +22,14 @@
 
 #include <disp.h>
 
+#include "checkpoint.h"
 #include "corpus.h"
 #include "model.h"
 
 typedef struct flags {
-  long steps, eval_every, eval_iters, sample, threads;
+  long steps, eval_every, eval_iters, sample, threads, loss_every, stop;
   unsigned long long seed;
-  const char *data;
+  const char *data, *save, *resume;
 } flags;
 
 static double now_s(void) {
@@ -38,7 +43,11 @@ static int parse_flags(int argc, char **argv, flags *f) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
     if (!v) break;
-    if (!strcmp(a, "--data")) { f->data = v; continue; }
+    if (!strcmp(a, "--data") || !strcmp(a, "--save") || !strcmp(a, "--resume")) {
+      *(a[2] == 'd' ? &f->data : a[2] == 's' ? &f->save : &f->resume) = v;
+      if (i + 2 >= argc) return 0;
+      continue;
+    }
     long n = strtol(v, &end, 10);
     if (*end || n < 0) break;
     if (!strcmp(a, "--steps")) f->steps = n;
@@ -47,12 +56,14 @@ static int parse_flags(int argc, char **argv, flags *f) {
     else if (!strcmp(a, "--sample")) f->sample = n;
     else if (!strcmp(a, "--threads")) f->threads = n;
     else if (!strcmp(a, "--seed")) f->seed = (unsigned long long)n;
+    else if (!strcmp(a, "--loss-every")) f->loss_every = n;
+    else if (!strcmp(a, "--stop")) f->stop = n;
     else break;
     if (i + 2 >= argc) return 0;
   }
   if (argc == 1) return 0;
   fprintf(stderr, "usage: gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N] "
-                  "[--data DIR] [--sample N]\n");
+                  "[--data DIR] [--sample N] [--loss-every N] [--stop N] [--save FILE] [--resume FILE]\n");
   return 1;
 }
 
@@ -175,7 +186,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  flags f = {2000, 250, 20, 0, 0, 1337, NULL};
+  flags f = {2000, 250, 20, 0, 0, 0, 0, 1337, NULL, NULL, NULL};
   if (parse_flags(argc, argv, &f)) return 1;
   if (f.threads) disp_set_num_threads((int)f.threads);
   corpus c;
@@ -185,31 +196,33 @@ int main(int argc, char **argv) {
   disp_manual_seed(f.seed);
   gpt_config cfg = {c.vocab, 64, 4, 4, 128};
   gpt_model m;
-  disp_optimizer *opt[2] = {NULL, NULL};
+  gpt_train_state s = {{NULL, NULL}, 0, f.seed};
   int rc = 0;
   if (gpt_init(&m, &cfg) != DISP_OK) return corpus_free(&c), fail("making the model");
-  if (make_optimizers(&m, opt) != DISP_OK) rc = fail("making the optimizers");
-  uint64_t state = f.seed;
+  if (make_optimizers(&m, s.opt) != DISP_OK) rc = fail("making the optimizers");
+  if (!rc && f.resume && checkpoint_load(f.resume, &m, &s) != DISP_OK) rc = fail("resuming");
+  long end = f.stop && f.stop < f.steps ? f.stop : f.steps;
   double t0 = now_s(), loss = 0;
-  for (long it = 0; !rc && it <= f.steps; it++) {
+  for (long it = s.step; !rc && it <= end; it++) {
     if (f.eval_every && (it % f.eval_every == 0 || it == f.steps))
       printf("step %ld: train loss %.4f, val loss %.4f (%.1f s)\n", it, estimate_loss(&m, &c, 0, f.eval_iters, f.seed + 1),
              estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2), now_s() - t0);
-    if (it == f.steps) break;
+    if (it == end) break;
     disp_tensor *x = NULL, *y = NULL;
-    disp_status st = corpus_batch(&c, 0, 12, cfg.context, &state, &x, &y);
-    if (st == DISP_OK) st = disp_optim_set_lr(opt[0], lr_at(it, f.steps));
-    if (st == DISP_OK) st = disp_optim_set_lr(opt[1], lr_at(it, f.steps));
-    if (st == DISP_OK) st = train_step(&m, opt, x, y, &loss);
+    disp_status st = corpus_batch(&c, 0, 12, cfg.context, &s.batch_rng, &x, &y);
+    if (st == DISP_OK) st = disp_optim_set_lr(s.opt[0], lr_at(it, f.steps));
+    if (st == DISP_OK) st = disp_optim_set_lr(s.opt[1], lr_at(it, f.steps));
+    if (st == DISP_OK) st = train_step(&m, s.opt, x, y, &loss);
     disp_tensor_release(x), disp_tensor_release(y);
     if (st != DISP_OK) rc = fail("training");
+    else s.step = it + 1;
+    if (!rc && f.loss_every && s.step % f.loss_every == 0) printf("step %ld loss %.9g\n", s.step, loss);
   }
-  if (!rc) {
-    printf("trained %ld steps in %.1f s\n", f.steps, now_s() - t0);
-    printf("val loss: %.4f\n", estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2));
-  }
-  if (!rc && f.sample && sample(&m, &c, f.sample, &state) != DISP_OK) rc = fail("sampling");
-  disp_optim_free(opt[0]), disp_optim_free(opt[1]);
+  if (!rc) printf("trained to step %ld in %.1f s\n", s.step, now_s() - t0);
+  if (!rc && end == f.steps) printf("val loss: %.4f\n", estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2));
+  if (!rc && f.save && checkpoint_save(f.save, &m, &s) != DISP_OK) rc = fail("saving");
+  if (!rc && f.sample && sample(&m, &c, f.sample, &s.batch_rng) != DISP_OK) rc = fail("sampling");
+  disp_optim_free(s.opt[0]), disp_optim_free(s.opt[1]);
   gpt_free(&m);
   corpus_free(&c);
   disp_shutdown();
