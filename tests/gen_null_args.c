@@ -212,6 +212,10 @@ static const name_value name_values[] = {
     {"const char*", "text", "\"aten::add.Tensor(Tensor self, Tensor other) -> Tensor\""},
     {"const char*", "file", "\"null.c\""},
     {"const char*", "fmt", "\"%s\""},
+    /* a multi-output operator's results each get their own slot, so that a
+     * call that succeeds (native_layer_norm with weight None) loses none */
+    {"disp_tensor**", "out1", "&fx_out.tensor1"},
+    {"disp_tensor**", "out2", "&fx_out.tensor2"},
 };
 
 /* Values for one parameter of one function, where a valid value is specific. */

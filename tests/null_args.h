@@ -73,6 +73,7 @@ typedef struct null_fixtures {
 typedef struct null_outs {
   const disp_op *op;
   disp_tensor *tensor;
+  disp_tensor *tensor1, *tensor2; /* an operator's second and third results */
   disp_storage *storage;
   disp_library *lib;
   disp_registration *reg;
