@@ -147,36 +147,46 @@ static disp_status train_step(const gpt_model *m, disp_optimizer *opt[2], disp_t
   return st;
 }
 
-/* n characters from the model, starting after a newline: each the top-k
- * (200) of the last position's logits / temperature (0.8), drawn from the
- * softmax with the corpus generator. (Recomputes the whole window per
- * character: no KV cache yet.) */
-static disp_status sample(const gpt_model *m, const corpus *c, long n, uint64_t *state) {
-  int64_t T = m->cfg.context, V = m->cfg.vocab, *ids = calloc((size_t)(n + 1), sizeof *ids);
-  double *p = malloc((size_t)V * sizeof *p);
-  disp_status st = ids && p ? DISP_OK : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
-  ids[0] = corpus_encode(c, '\n');
-  for (long t = 1; st == DISP_OK && t <= n; t++) DISP_NO_GRAD {
-      int64_t start = t > T ? t - T : 0;
-      disp_scope s = disp_scope_begin();
-      disp_tensor *logits = gpt_forward(m, disp_view(disp_from(ids + start, t - start), DISP_DIMS(1, -1)));
-      disp_tensor *last = disp_softmax(disp_mul_scalar(disp_select(logits, 1, -1), 1.0 / 0.8), -1);
-      const float *q = last ? disp_tensor_data_ptr(last) : NULL;
-      for (int64_t v = 0; q && v < V; v++) p[v] = q[v];
-      if ((st = disp_scope_end(&s)) != DISP_OK) break;
-      /* top-k 200 keeps the whole vocabulary here (V < 200): draw from p */
-      double u = (double)(corpus_rng_below(state, 1ull << 53)) / 9007199254740992.0, acc = 0;
-      int64_t pick = V - 1;
-      for (int64_t v = 0; v < V; v++)
-        if ((acc += p[v]) > u) { pick = v; break; }
-      ids[t] = pick;
+/* The next token after ids[0..t): the last position's softmax of logits /
+ * 0.8 over the last `context` tokens, drawn with the corpus generator
+ * (top-k 200 keeps the whole vocabulary here: V < 200). No grad. */
+static disp_status next_token(const gpt_model *m, const int64_t *ids, long t, double *p, uint64_t *state,
+                              int64_t *out) {
+  int64_t start = t > m->cfg.context ? t - m->cfg.context : 0, V = m->cfg.vocab;
+  disp_grad_guard g = disp_no_grad_begin();
+  disp_scope s = disp_scope_begin();
+  disp_tensor *logits = gpt_forward(m, disp_view(disp_from(ids + start, t - start), DISP_DIMS(1, -1)));
+  disp_tensor *last = disp_softmax(disp_mul_scalar(disp_select(logits, 1, -1), 1.0 / 0.8), -1);
+  const float *q = last ? disp_tensor_data_ptr(last) : NULL;
+  for (int64_t v = 0; q && v < V; v++) p[v] = q[v];
+  disp_status st = disp_scope_end(&s);
+  disp_no_grad_end(&g);
+  if (st != DISP_OK) return st;
+  double u = (double)corpus_rng_below(state, 1ull << 53) / 9007199254740992.0, acc = 0;
+  *out = V - 1;
+  for (int64_t v = 0; v < V; v++)
+    if ((acc += p[v]) > u) {
+      *out = v;
+      break;
     }
+  return DISP_OK;
+}
+
+/* n characters from the model, starting after a newline. (Recomputes the
+ * whole window per character: no KV cache yet.) */
+static disp_status sample(const gpt_model *m, const corpus *c, long n, uint64_t *state) {
+  int64_t *ids = calloc((size_t)(n + 1), sizeof *ids);
+  double *p = malloc((size_t)m->cfg.vocab * sizeof *p);
+  char *text = malloc((size_t)n + 1);
+  disp_status st = ids && p && text ? DISP_OK : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
+  if (st == DISP_OK) ids[0] = corpus_encode(c, '\n');
+  for (long t = 1; st == DISP_OK && t <= n; t++) st = next_token(m, ids, t, p, state, &ids[t]);
   if (st == DISP_OK) {
-    char *text = malloc((size_t)n + 1);
-    if (text) corpus_decode(c, ids + 1, (size_t)n, text), text[n] = 0, printf("%s\n", text);
-    free(text);
+    corpus_decode(c, ids + 1, (size_t)n, text);
+    text[n] = 0;
+    printf("%s\n", text);
   }
-  free(ids), free(p);
+  free(ids), free(p), free(text);
   return st;
 }
 
