@@ -196,7 +196,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  flags f = {2000, 250, 20, 0, 0, 0, 0, 1337, NULL, NULL, NULL};
+  flags f = {2000, 250, 20, 0, 0, 0, -1, 1337, NULL, NULL, NULL}; /* stop -1: none */
   if (parse_flags(argc, argv, &f)) return 1;
   if (f.threads) disp_set_num_threads((int)f.threads);
   corpus c;
@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
   if (gpt_init(&m, &cfg) != DISP_OK) return corpus_free(&c), fail("making the model");
   if (make_optimizers(&m, s.opt) != DISP_OK) rc = fail("making the optimizers");
   if (!rc && f.resume && checkpoint_load(f.resume, &m, &s) != DISP_OK) rc = fail("resuming");
-  long end = f.stop && f.stop < f.steps ? f.stop : f.steps;
+  long end = f.stop >= 0 && f.stop < f.steps ? f.stop : f.steps;
   double t0 = now_s(), loss = 0;
   for (long it = s.step; !rc && it <= end; it++) {
     if (f.eval_every && (it % f.eval_every == 0 || it == f.steps))
