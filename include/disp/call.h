@@ -217,8 +217,14 @@ typedef struct disp_fast_tls {
   uint64_t reading;
 } disp_fast_tls;
 
-/* The calling thread's sets (initial-exec: one %fs-relative load). */
-DISP_API extern _Thread_local disp_fast_tls disp_fast_tls_state __attribute__((tls_model("initial-exec")));
+/* The calling thread's sets (initial-exec: one %fs-relative load).
+ * C++ spells C11's _Thread_local thread_local. */
+#ifdef __cplusplus
+#define DISP__THREAD_LOCAL thread_local
+#else
+#define DISP__THREAD_LOCAL _Thread_local
+#endif
+DISP_API extern DISP__THREAD_LOCAL disp_fast_tls disp_fast_tls_state __attribute__((tls_model("initial-exec")));
 
 /*
  * disp_reader_register - makes the calling thread known to the reclaimer of
