@@ -918,7 +918,9 @@ int main(int argc, char **argv) {
   write_stub_table(c, schemas);
   builtin_list(c, 0);
   builtin_list(a, 1);
-  if ((fclose(c) != 0) | (fclose(a) != 0)) return 1;
+  int failed = fclose(c) != 0; /* both closed, whichever fails */
+  failed |= fclose(a) != 0;
+  if (failed) return 1;
   for (int d = 0; d < NDECLS; d++) {
     disp__signature_free(sigs[d]);
     disp_schema_free(schemas[d]);
