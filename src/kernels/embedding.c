@@ -49,7 +49,7 @@ static disp_status gather_rows(const char *w, const char *idx, disp_dtype idt, i
   for (int64_t i = 0; i < n; i++) {
     int64_t k = index_at(idx, idt, i);
     if (k < 0 || k >= rows) return disp_set_error(DISP_ERR_INVALID_ARG, "index out of range in self");
-    memcpy(out + (size_t)i * row_bytes, w + (size_t)k * row_bytes, row_bytes);
+    if (row_bytes) memcpy(out + (size_t)i * row_bytes, w + (size_t)k * row_bytes, row_bytes); /* no data at width 0 */
   }
   return DISP_OK;
 }
@@ -157,7 +157,7 @@ disp_status disp__cpu_embedding_dense_backward(disp_tensor *grad_output, disp_te
   int64_t sizes[2] = {num_weights, width};
   disp_tensor *gw = NULL, *g = NULL, *ix = NULL;
   if ((st = disp_tensor_empty(sizes, 2, dt, disp__t_device(grad_output), &gw)) != DISP_OK) return st;
-  if (disp__t_device_type(grad_output) == DISP_BACKEND_CPU) /* zero has all bits clear in every dtype */
+  if (disp__t_device_type(grad_output) == DISP_BACKEND_CPU && disp__t_numel(gw) > 0) /* all bits clear: zero in every dtype; no data when empty */
     memset(disp__t_data(gw), 0, (size_t)disp__t_numel(gw) * disp_dtype_itemsize(dt));
   if (disp__t_device_type(grad_output) != DISP_BACKEND_CPU || disp__t_numel(indices) == 0) {
     *out0 = gw;

@@ -283,7 +283,7 @@ static disp_status stats_copy(disp_tensor *t, int64_t m, disp_dtype ct, disp_ten
   disp_tensor *raw = NULL;
   disp_status st = disp_tensor_empty(&m, 1, disp__t_dtype(t), disp__t_device(t), &raw);
   if (st != DISP_OK) return st;
-  memcpy(disp__t_data(raw), disp__t_data(t), (size_t)m * isz);
+  if (m > 0) memcpy(disp__t_data(raw), disp__t_data(t), (size_t)m * isz);
   st = compute_copy(raw, ct, out);
   disp_tensor_release(raw);
   return st;
@@ -334,7 +334,7 @@ static disp_status ln_forward_compute(disp_tensor *input, disp_tensor *weight, d
   disp_tensor *r[3] = {0};
   for (int k = 0; k < 3 && st == DISP_OK && ct != dt; k++) st = cast_into(&t[3 + k], dt, &r[k]);
   for (int k = 0; k < 3 && st == DISP_OK && ct != dt; k++) /* same element count, so a plain copy */
-    memcpy(disp__t_data(outs[k]), disp__t_data(r[k]), (size_t)disp__t_numel(outs[k]) * disp_dtype_itemsize(dt));
+    if (disp__t_numel(outs[k]) > 0) memcpy(disp__t_data(outs[k]), disp__t_data(r[k]), (size_t)disp__t_numel(outs[k]) * disp_dtype_itemsize(dt));
   release_all(t, 6), release_all(r, 3);
   return st;
 }
@@ -394,7 +394,7 @@ static disp_status ln_backward_compute(disp_tensor *const in[5], const bool mask
     if (!outs[k] || ct == dt) continue;
     disp_tensor *r = NULL;
     st = cast_into(&t[B_DX + k], dt, &r);
-    if (st == DISP_OK)
+    if (st == DISP_OK && disp__t_numel(outs[k]) > 0)
       memcpy(disp__t_data(outs[k]), disp__t_data(r), (size_t)disp__t_numel(outs[k]) * disp_dtype_itemsize(dt));
     disp_tensor_release(r);
   }
@@ -434,7 +434,7 @@ disp_status disp__cpu_native_layer_norm_backward(disp_tensor *grad_out, disp_ten
       st = ln_backward_compute(in, mask, m, n, outs);
     } else { /* nothing to sum: zero parameter gradients */
       for (int k = 1; k < 3; k++)
-        if (outs[k]) memset(disp__t_data(outs[k]), 0, (size_t)disp__t_numel(outs[k]) * disp_dtype_itemsize(dt));
+        if (outs[k] && disp__t_numel(outs[k]) > 0) memset(disp__t_data(outs[k]), 0, (size_t)disp__t_numel(outs[k]) * disp_dtype_itemsize(dt));
     }
   }
   if (st != DISP_OK) {

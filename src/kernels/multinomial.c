@@ -129,8 +129,11 @@ static disp_status sample(disp_tensor *self, int64_t n, bool replacement, disp_t
   if (st == DISP_OK) {
     disp__rng rng = disp__rng_reserve_on(disp__t_device(self), (uint64_t)(rows * (fast ? ncat : n)));
     for (int64_t r = 0; r < rows && st == DISP_OK; r++) {
-      if (fast) sample_fast(p + r * ncat, ncat, n, &rng, scratch, o + r * n);
-      else st = sample_cumulative(p + r * ncat, ncat, n, &rng, scratch, o + r * n);
+      /* no samples or no categories: the empty tensor has no data to offset */
+      int64_t *orow = n ? o + r * n : o;
+      const double *prow = ncat ? p + r * ncat : p;
+      if (fast) sample_fast(prow, ncat, n, &rng, scratch, orow);
+      else st = sample_cumulative(prow, ncat, n, &rng, scratch, orow);
     }
   }
   disp__free(scratch);
