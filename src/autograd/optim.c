@@ -450,7 +450,7 @@ DISP_API disp_status disp_optim_set_lr(disp_optimizer *opt, double lr) {
 }
 
 /* The state names of each optimizer, by slot. */
-static int state_slot(const disp_optimizer *opt, const char *name) {
+int disp__optim_state_slot(const disp_optimizer *opt, const char *name) {
   if (opt->kind == OPTIM_SGD) return strcmp(name, "momentum_buffer") == 0 ? OPTIM_MOMENTUM_BUFFER : -1;
   if (strcmp(name, "exp_avg") == 0) return OPTIM_EXP_AVG;
   if (strcmp(name, "exp_avg_sq") == 0) return OPTIM_EXP_AVG_SQ;
@@ -466,7 +466,7 @@ DISP_API disp_status disp_optim_state(const disp_optimizer *opt, size_t index, c
   if (index >= opt->n)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_optim_state: parameter index %zu out of range (%zu parameters)",
                       index, opt->n);
-  int slot = state_slot(opt, name);
+  int slot = disp__optim_state_slot(opt, name);
   if (slot < 0)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_optim_state: %s has no state named '%s'", kind_name(opt->kind),
                       name);

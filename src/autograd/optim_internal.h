@@ -18,6 +18,10 @@ typedef enum optim_kind { OPTIM_SGD, OPTIM_ADAM, OPTIM_ADAMW } optim_kind;
 enum { OPTIM_MOMENTUM_BUFFER = 0, OPTIM_EXP_AVG = 0, OPTIM_EXP_AVG_SQ = 1, OPTIM_MAX_EXP_AVG_SQ = 2,
        OPTIM_NSTATE = 3 };
 
+/* The slot of state `name` ("momentum_buffer", "exp_avg", ...) for opt's
+ * kind, or -1 for a name it has no state of (optim.c). */
+int disp__optim_state_slot(const disp_optimizer *opt, const char *name);
+
 typedef struct optim_state {
   disp_tensor *t[OPTIM_NSTATE];
   int64_t step; /* Adam/AdamW: steps taken by this parameter */

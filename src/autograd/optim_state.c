@@ -3,20 +3,10 @@
  * (disp_optim_set_state; PyTorch's optimizer.load_state_dict for one
  * entry), so a checkpoint resumes training exactly.
  */
-#include <string.h>
-
 #include "argcheck_internal.h"
 #include "disp.h"
 #include "error_internal.h"
 #include "optim_internal.h"
-
-static int slot_of(const disp_optimizer *opt, const char *name) {
-  if (opt->kind == OPTIM_SGD) return strcmp(name, "momentum_buffer") == 0 ? OPTIM_MOMENTUM_BUFFER : -1;
-  if (strcmp(name, "exp_avg") == 0) return OPTIM_EXP_AVG;
-  if (strcmp(name, "exp_avg_sq") == 0) return OPTIM_EXP_AVG_SQ;
-  if (strcmp(name, "max_exp_avg_sq") == 0 && opt->adam.amsgrad) return OPTIM_MAX_EXP_AVG_SQ;
-  return -1;
-}
 
 /* value must look like the parameter: sizes, dtype, device. */
 static disp_status check_like(const disp_tensor *p, const disp_tensor *v, size_t index, const char *name) {
@@ -37,7 +27,8 @@ DISP_API disp_status disp_optim_set_state(disp_optimizer *opt, size_t index, con
   if (index >= opt->n)
     return disp__fail(DISP_ERR_INVALID_ARG,
                       "disp_optim_set_state: parameter index %zu out of range (%zu parameters)", index, opt->n);
-  int slot = slot_of(opt, name);
+  int slot = disp__optim_state_slot(opt, name);
+  if (slot == OPTIM_MAX_EXP_AVG_SQ && !opt->adam.amsgrad) slot = -1; /* no such state without amsgrad */
   if (slot < 0) return disp__fail(DISP_ERR_INVALID_ARG, "disp_optim_set_state: this optimizer has no state named '%s'", name);
   if (opt->kind != OPTIM_SGD && step < 1)
     return disp__fail(DISP_ERR_INVALID_ARG, "disp_optim_set_state: step %lld (Adam's state belongs to step 1 or later)",
