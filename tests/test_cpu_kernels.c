@@ -1,7 +1,8 @@
 /*
  * test_cpu_kernels - the per-capability kernel tables (cpu/kernels.h):
  * every table this CPU can run against a scalar or double-precision
- * reference and against the default capability's table, on odd lengths
+ * reference and against the default capability's table (GELU, softmax
+ * backward: against double within their approximation), on odd lengths
  * (vector tails), NaN, infinities, -0 and denormals; then the ops wired to
  * them through the public API: add's alpha fast paths for float, int and
  * bool, relu(nan), and results that do not depend on the thread count.
@@ -252,6 +253,77 @@ TEST(softmax_short_rows_do_not_depend_on_their_neighbours) {
   return 0;
 }
 
+/* GELU in double (the exact erf), and its gradient. */
+static double gelu_ref(double x) { return x * 0.5 * (1 + erf(x * M_SQRT1_2)); }
+static double gelu_grad_ref(double dy, double x) {
+  return dy * (0.5 * (1 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI));
+}
+
+/* The vector copies take erf from Abramowitz and Stegun 7.1.26 (absolute
+ * error 1.5e-7, as 1.13 and oneDNN do): allow that times |x| / 2 (|dy| / 2
+ * for the gradient) beside float's rounding. */
+TEST(gelu_and_its_gradient_within_the_erf_approximation) {
+  const disp__cpu_kernel_table *t[DISP_CPU_CAP_COUNT];
+  int nt = tables(t);
+  static float x[MAXN], dy[MAXN], o[MAXN];
+  int64_t n;
+  FOR_LENGTHS(n) {
+    fill(x, n, 4, 12.0f);
+    fill(dy, n, 7, 4.0f);
+    for (int k = 0; k < nt; k++) {
+      t[k]->gelu_f32(o, x, n);
+      for (int64_t i = 0; i < n; i++)
+        if (!close_to(o[i], gelu_ref(x[i]), 1e-7 * fabs(x[i]) + 1e-37))
+          TEST_FAIL_("%s gelu(%a) n=%lld: %.9g, want %.9g", disp__cpu_capability_name(t[k]->cap), x[i], (long long)n,
+                     o[i], gelu_ref(x[i]));
+      memcpy(o, dy, (size_t)n * sizeof *o); /* o may be dy */
+      t[k]->gelu_backward_f32(o, o, x, n);
+      for (int64_t i = 0; i < n; i++) {
+        double want = gelu_grad_ref(dy[i], x[i]);
+        if (!close_to(o[i], want, 1e-7 * fabs(dy[i]) + 1e-37))
+          TEST_FAIL_("%s gelu_backward(%a, %a) n=%lld: %.9g, want %.9g", disp__cpu_capability_name(t[k]->cap), dy[i],
+                     x[i], (long long)n, o[i], want);
+      }
+    }
+  }
+  return 0;
+}
+
+/* Rows of softmax (or log_softmax) outputs y and gradients g: the input
+ * gradient in double, y * (g - sum g y) or g - exp(y) sum g. */
+static double softmax_grad_ref(const float *g, const float *y, int64_t len, int64_t j, int is_log) {
+  double s = 0;
+  for (int64_t i = 0; i < len; i++) s += is_log ? (double)g[i] : (double)g[i] * y[i];
+  return is_log ? g[j] - exp(y[j]) * s : y[j] * (g[j] - s);
+}
+
+TEST(softmax_backward_lastdim_matches_double_reference) {
+  const disp__cpu_kernel_table *t[DISP_CPU_CAP_COUNT];
+  int nt = tables(t);
+  static float x[2 * MAXN], y[2 * MAXN], g[2 * MAXN], o[2 * MAXN];
+  int64_t n;
+  FOR_LENGTHS(n) {
+    if (n == 0) continue;
+    fill(x, 2 * n, 3, 8.0f);
+    fill(g, 2 * n, 5, 2.0f);
+    for (int k = 0; k < nt; k++)
+      for (int is_log = 0; is_log <= 1; is_log++) {
+        t[k]->softmax_lastdim_f32(y, x, 2, n, is_log);
+        memcpy(o, g, (size_t)(2 * n) * sizeof *o); /* o may be g */
+        t[k]->softmax_backward_lastdim_f32(o, o, y, 2, n, is_log);
+        for (int r = 0; r < 2; r++)
+          for (int64_t j = 0; j < n; j++) {
+            double want = softmax_grad_ref(g + r * n, y + r * n, n, j, is_log);
+            if (!close_to(o[r * n + j], want, 2e-6))
+              TEST_FAIL_("%s %ssoftmax_backward n=%lld row %d [%lld]: %.9g vs %.9g",
+                         disp__cpu_capability_name(t[k]->cap), is_log ? "log_" : "", (long long)n, r, (long long)j,
+                         o[r * n + j], want);
+          }
+      }
+  }
+  return 0;
+}
+
 TEST(sum_is_accurate_on_every_capability) {
   const disp__cpu_kernel_table *t[DISP_CPU_CAP_COUNT];
   int nt = tables(t);
@@ -387,6 +459,8 @@ TEST_LIST = {
     TEST_ENTRY(exp_log_tanh_within_one_ulp_sigmoid_within_three),
     TEST_ENTRY(softmax_lastdim_and_inner_match_double_reference),
     TEST_ENTRY(softmax_short_rows_do_not_depend_on_their_neighbours),
+    TEST_ENTRY(gelu_and_its_gradient_within_the_erf_approximation),
+    TEST_ENTRY(softmax_backward_lastdim_matches_double_reference),
     TEST_ENTRY(sum_is_accurate_on_every_capability),
     TEST_ENTRY(add_and_sub_alpha_fast_paths_for_float_int_bool),
     TEST_ENTRY(relu_of_nan_is_nan_and_of_minus_zero_is_minus_zero),

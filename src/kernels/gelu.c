@@ -4,8 +4,11 @@
  * derivative times grad_output, as 1.13's GeluKernelImpl and
  * GeluBackwardKernelImpl compute them.
  *
- * Float32 and float64 compute in double (float32 then agrees with 1.13's
- * Vectorized<float> erf and tanh within 1 ulp). 1.13 computes bfloat16 in
+ * Float64 computes in double, and so does float32's tanh form (within 1
+ * ulp of 1.13's Vectorized<float> tanh). Float32's exact form, the one a
+ * GPT spends its time in, runs the kernel table's vector copy (cpu/gelu.c:
+ * through erfc, a few ulp from exact; oneDNN's erf, which 1.13 uses for a
+ * contiguous float32 tensor, is not more exact). 1.13 computes bfloat16 in
  * bfloat16 arithmetic, each operation rounded to bfloat16 (its scalar and
  * Vectorized<BFloat16> paths alike), so that is done here too: the same
  * formula runs with a rounding step after every operation, which is the
@@ -19,6 +22,8 @@
 
 #include "aten_internal.h"
 #include "aten_kernels.h"
+#include "cpu/kernels.h"
+#include "f32_map.h"
 #include "tensor/dtype_cast.h"
 #include "tensor_iter.h"
 
@@ -65,9 +70,21 @@ static double gelu_tanh_grad(double dy, double x, rounding r) {
 #define DEF2(tag, E, name, R, f) DISP_DEF_LOOP2(name##_##tag, tag, tag, f((double)a, (double)b, R))
 #define ENTRY(tag, E, name, R, f) [DISP_DTYPE_##E] = name##_##tag,
 
-FLOATS(DEF1, fwd_none, gelu_none)
+#define DOUBLES(M, name, ...) M(f64, FLOAT64, name, exact, __VA_ARGS__) M(bf16, BFLOAT16, name, to_bf16, __VA_ARGS__)
+
+static void fwd_none_f32(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  (void)ctx;
+  disp__f32_map1(d, s, n, disp__cpu_kernels()->gelu_f32);
+}
+
+static void bwd_none_f32(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  (void)ctx;
+  disp__f32_map2(d, s, n, disp__cpu_kernels()->gelu_backward_f32);
+}
+
+DOUBLES(DEF1, fwd_none, gelu_none)
 FLOATS(DEF1, fwd_tanh, gelu_tanh)
-FLOATS(DEF2, bwd_none, gelu_none_grad)
+DOUBLES(DEF2, bwd_none, gelu_none_grad)
 FLOATS(DEF2, bwd_tanh, gelu_tanh_grad)
 DISP_LOOP_TABLE(fwd_none_loops, FLOATS(ENTRY, fwd_none, 0));
 DISP_LOOP_TABLE(fwd_tanh_loops, FLOATS(ENTRY, fwd_tanh, 0));

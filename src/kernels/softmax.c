@@ -214,6 +214,53 @@ static disp_status softmax_bwd_output(disp_tensor *output, disp_tensor **out) {
   return disp__titer_contiguous_as(output, disp__t_dtype(output), out);
 }
 
+/* The generic backward: double intermediates, any layout of rows. */
+static void softmax_bwd_any(disp_tensor *out, const disp_tensor *g, const disp_tensor *y, rows r, int is_log) {
+  disp_dtype gd = disp__t_dtype(g), yd = disp__t_dtype(y);
+  size_t gs = disp_dtype_itemsize(gd), ys = disp_dtype_itemsize(yd);
+  const char *gp = data_of(g), *yp = data_of(y);
+  char *o = data_of(out);
+  for (int64_t a = 0; a < r.outer; a++)
+    for (int64_t b = 0; b < r.inner; b++) {
+      int64_t base = a * r.len * r.inner + b;
+      /* bfloat16: the vector kernels map and reduce in float and round
+       * what they store, the row's sum and the result */
+      double acc = 0;
+      for (int64_t j = 0; j < r.len; j++) {
+        size_t k = (size_t)(base + j * r.inner);
+        double gv = disp__load_double(gp + k * gs, gd);
+        acc += is_log ? gv : gv * disp__load_double(yp + k * ys, yd);
+      }
+      acc = rnd(gd, acc);
+      for (int64_t j = 0; j < r.len; j++) {
+        size_t k = (size_t)(base + j * r.inner);
+        double gv = disp__load_double(gp + k * gs, gd), yv = disp__load_double(yp + k * ys, yd);
+        disp__store_double(o + k * gs, gd, is_log ? gv - exp(yv) * acc : yv * (gv - acc));
+      }
+    }
+}
+
+typedef struct f32_bwd_job {
+  float *o;
+  const float *g, *y;
+  int64_t len;
+  int is_log;
+} f32_bwd_job;
+
+static void bwd_rows(int64_t b, int64_t e, void *ctx) {
+  const f32_bwd_job *j = ctx;
+  int64_t off = b * j->len;
+  disp__cpu_kernels()->softmax_backward_lastdim_f32(j->o + off, j->g + off, j->y + off, e - b, j->len, j->is_log);
+}
+
+/* float32 rows through the kernel table, in float as 1.13's vector kernel;
+ * tasks of 1.13's grain (GRAIN_SIZE / (8 len sizeof(float)) rows). */
+static void softmax_bwd_f32(void *out, const void *g, const void *y, rows r, int is_log) {
+  f32_bwd_job j = {out, g, y, r.len, is_log};
+  int64_t grain = DISP_GRAIN_SIZE / (8 * r.len * (int64_t)sizeof(float));
+  disp__parallel_for(0, r.outer, grain < 1 ? 1 : grain, bwd_rows, &j);
+}
+
 /* softmax:     grad_in = y * (g - sum(g * y))
  * log_softmax: grad_in = g - exp(y) * sum(g) */
 static disp_status softmax_bwd(const char *op, int is_log, disp_tensor *grad, disp_tensor *output, int64_t dim,
@@ -276,28 +323,10 @@ static disp_status softmax_bwd(const char *op, int is_log, disp_tensor *grad, di
     st = is_log ? disp__titer_contiguous_as(output, disp__t_dtype(output), &y) : softmax_bwd_output(output, &y);
   if (st == DISP_OK) {
     rows r = rows_of(grad, d);
-    disp_dtype gd = disp__t_dtype(grad), yd = disp__t_dtype(output);
-    size_t gs = disp_dtype_itemsize(gd), ys = disp_dtype_itemsize(yd);
-    const char *gp = data_of(g), *yp = data_of(y);
-    char *o = data_of(out);
-    for (int64_t a = 0; a < r.outer; a++)
-      for (int64_t b = 0; b < r.inner; b++) {
-        int64_t base = a * r.len * r.inner + b;
-        /* bfloat16: the vector kernels map and reduce in float and round
-         * what they store, the row's sum and the result */
-        double acc = 0;
-        for (int64_t j = 0; j < r.len; j++) {
-          size_t k = (size_t)(base + j * r.inner);
-          double gv = disp__load_double(gp + k * gs, gd);
-          acc += is_log ? gv : gv * disp__load_double(yp + k * ys, yd);
-        }
-        acc = rnd(gd, acc);
-        for (int64_t j = 0; j < r.len; j++) {
-          size_t k = (size_t)(base + j * r.inner);
-          double gv = disp__load_double(gp + k * gs, gd), yv = disp__load_double(yp + k * ys, yd);
-          disp__store_double(o + k * gs, gd, is_log ? gv - exp(yv) * acc : yv * (gv - acc));
-        }
-      }
+    if (disp__t_dtype(grad) == DISP_DTYPE_FLOAT32 && r.inner == 1)
+      softmax_bwd_f32(data_of(out), data_of(g), data_of(y), r, is_log);
+    else
+      softmax_bwd_any(out, g, y, r, is_log);
   }
   disp_tensor_release(g);
   disp_tensor_release(y);

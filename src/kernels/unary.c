@@ -13,6 +13,7 @@
 #include "aten_kernels.h"
 #include "cpu/kernels.h"
 #include "disp/aten.h"
+#include "f32_map.h"
 #include "op_rules.h"
 #include "tensor_iter.h"
 
@@ -29,26 +30,11 @@ DISP_LOOP_TABLE(neg_loops, DISP_ENTRIES(FLOAT, neg) DISP_ENTRIES(INT, neg));
 
 /* float32 exp, log, tanh and sigmoid compute in float with the kernel
  * table's vector functions (SLEEF, or libm in the baseline build), as 1.13's
- * Vectorized<float>. Strided operands go through a small buffer, so every
- * float32 element gets the same function whatever its layout. */
-static void f32_table_map(char **d, const int64_t *s, int64_t n, disp__k_un_f32 f) {
-  if (s[0] == 4 && s[1] == 4) {
-    f((float *)d[0], (const float *)d[1], n);
-    return;
-  }
-  float buf[256];
-  for (int64_t i = 0; i < n; i += 256) {
-    int64_t m = n - i < 256 ? n - i : 256;
-    for (int64_t k = 0; k < m; k++) buf[k] = *(const float *)(d[1] + (i + k) * s[1]);
-    f(buf, buf, m);
-    for (int64_t k = 0; k < m; k++) *(float *)(d[0] + (i + k) * s[0]) = buf[k];
-  }
-}
-
+ * Vectorized<float>, whatever the layout (f32_map.h). */
 #define FLOAT_NO_HALF_TABLE(name, ...)                                                            \
   static void name##_f32(char **d_, const int64_t *s_, int64_t n_, const void *ctx_) {            \
     (void)ctx_;                                                                                   \
-    f32_table_map(d_, s_, n_, disp__cpu_kernels()->name##_f32);                                   \
+    disp__f32_map1(d_, s_, n_, disp__cpu_kernels()->name##_f32);                                   \
   }                                                                                               \
   DISP_DEF_LOOP1(name##_f64, f64, f64, __VA_ARGS__)                                               \
   DISP_DEF_LOOP1(name##_bf16, bf16, bf16, __VA_ARGS__)                                            \

@@ -26,7 +26,11 @@ void DISP_CPU_FN(sigmoid_f32)(float *o, const float *a, int64_t n);
 void DISP_CPU_FN(softmax_lastdim_f32)(float *o, const float *in, int64_t rows, int64_t len, int is_log);
 void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int64_t inner, int64_t c0, int64_t c1,
                                     int is_log);
+void DISP_CPU_FN(softmax_backward_lastdim_f32)(float *o, const float *g, const float *y, int64_t rows, int64_t len,
+                                               int is_log);
 float DISP_CPU_FN(sum_f32)(const float *a, int64_t n);
+void DISP_CPU_FN(gelu_f32)(float *o, const float *a, int64_t n);
+void DISP_CPU_FN(gelu_backward_f32)(float *o, const float *dy, const float *x, int64_t n);
 void DISP_CPU_FN(layer_norm_rows_f32)(const float *x, int64_t rows, int64_t n, const float *g, const float *b,
                                       float eps, float *y, float *mean, float *rstd);
 void DISP_CPU_FN(layer_norm_backward_rows_f32)(const float *dy, const float *x, int64_t rows, int64_t n,

@@ -47,9 +47,20 @@ typedef struct disp__cpu_kernel_table {
    * columns [c0, c1) of it (1.13's _vec_softmax / _vec_logsoftmax). */
   void (*softmax_inner_f32)(float *o, const float *in, int64_t len, int64_t inner, int64_t c0, int64_t c1,
                             int is_log);
+  /* Their gradients over `rows` contiguous rows of `len`, given the
+   * forward's output y and the incoming gradient g (1.13's lastdim backward
+   * kernels: the row's sum of g * y (or of g) in float, then (g - sum) * y,
+   * or g - exp(y) * sum). o may equal g. */
+  void (*softmax_backward_lastdim_f32)(float *o, const float *g, const float *y, int64_t rows, int64_t len,
+                                       int is_log);
   /* The sum of n contiguous floats: several vector accumulators, blocks
    * combined in a cascade (1.13's cascade_sum), in float. */
   float (*sum_f32)(const float *a, int64_t n);
+  /* GELU, approximate "none": o[i] = a[i] * Phi(a[i]); its gradient
+   * o[i] = dy[i] * (Phi(x[i]) + x[i] * phi(x[i])) (cpu/gelu.c: Phi through
+   * erfc, a few ulp from exact; o may equal an input). */
+  disp__k_un_f32 gelu_f32;
+  void (*gelu_backward_f32)(float *o, const float *dy, const float *x, int64_t n);
   /* c = alpha * a @ b + beta * s for small products (gemm.c's Note [Small
    * products]): a m x k (row i at a + i * lda), b k x n given by its columns
    * (column j at b + j * ldb), c m x n row-major (ldc), s m x n with

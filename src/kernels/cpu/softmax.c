@@ -174,3 +174,41 @@ void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int6
   for (; c + W <= c1; c += W) columns_vec(o + c, in + c, len, inner, is_log);
   for (; c < c1; c++) column_scalar(o + c, in + c, len, inner, is_log);
 }
+
+/* sum of a[j] * (b ? b[j] : 1) over a row in 1.13's map2_reduce_all /
+ * reduce_all order: a row shorter than a vector lane by lane; else one
+ * vector accumulator from the first vector on, the tail padded with zeros,
+ * then the lanes as disp__hsum's tree. */
+static float row_dot(const float *a, const float *b, int64_t len) {
+  if (len < W) {
+    float s = b ? a[0] * b[0] : a[0];
+    for (int64_t j = 1; j < len; j++) s += b ? a[j] * b[j] : a[j];
+    return s;
+  }
+  V acc = b ? VMUL(VLOAD(a), VLOAD(b)) : VLOAD(a);
+  int64_t j = W;
+  for (; j + W <= len; j += W) acc = VADD(acc, b ? VMUL(VLOAD(a + j), VLOAD(b + j)) : VLOAD(a + j));
+  if (j < len) {
+    V t = disp__vload_part(a + j, len - j, 0.0f);
+    acc = VADD(acc, b ? VMUL(t, disp__vload_part(b + j, len - j, 0.0f)) : t);
+  }
+  return disp__hsum(acc);
+}
+
+static inline V softmax_grad(V g, V y, V sum, int is_log) {
+  return is_log ? VSUB(g, VMUL(VEXP(y), sum)) : VMUL(VSUB(g, sum), y);
+}
+
+void DISP_CPU_FN(softmax_backward_lastdim_f32)(float *o, const float *g, const float *y, int64_t rows, int64_t len,
+                                               int is_log) {
+  for (int64_t r = 0; r < rows; r++, o += len, g += len, y += len) {
+    const V sum = VSET1(row_dot(g, is_log ? NULL : y, len));
+    int64_t j = 0;
+    for (; j + W <= len; j += W) VSTORE(o + j, softmax_grad(VLOAD(g + j), VLOAD(y + j), sum, is_log));
+    if (j < len)
+      disp__vstore_part(o + j,
+                        softmax_grad(disp__vload_part(g + j, len - j, 0.0f), disp__vload_part(y + j, len - j, 0.0f),
+                                     sum, is_log),
+                        len - j);
+  }
+}

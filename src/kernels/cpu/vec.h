@@ -39,6 +39,9 @@ typedef __m512 V;
 #define VMUL(a, b) _mm512_mul_ps((a), (b))
 #define VDIV(a, b) _mm512_div_ps((a), (b))
 #define VMAX(a, b) _mm512_max_ps((a), (b))
+#define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c)) /* a * b + c, one rounding */
+#define VAND(a, b) _mm512_and_ps((a), (b))
+#define VXOR(a, b) _mm512_xor_ps((a), (b))
 /* lanes where a or b is NaN get a + b (a NaN), the others max(a, b) */
 #define VMAXN(a, b) _mm512_mask_add_ps(_mm512_max_ps((a), (b)), _mm512_cmp_ps_mask((a), (b), _CMP_UNORD_Q), (a), (b))
 #ifdef DISP_HAVE_SLEEF
@@ -57,6 +60,9 @@ typedef __m256 V;
 #define VMUL(a, b) _mm256_mul_ps((a), (b))
 #define VDIV(a, b) _mm256_div_ps((a), (b))
 #define VMAX(a, b) _mm256_max_ps((a), (b))
+#define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define VAND(a, b) _mm256_and_ps((a), (b))
+#define VXOR(a, b) _mm256_xor_ps((a), (b))
 #define VMAXN(a, b) \
   _mm256_blendv_ps(_mm256_max_ps((a), (b)), _mm256_add_ps((a), (b)), _mm256_cmp_ps((a), (b), _CMP_UNORD_Q))
 #ifdef DISP_HAVE_SLEEF
