@@ -3,6 +3,7 @@
  * a seeded shuffle and mini-batches as tensors.
  */
 #include "fmnist.h"
+#include "splitmix64.h"
 
 #include <errno.h>
 #include <math.h>
@@ -234,23 +235,9 @@ disp_status fmnist_normalize(fmnist_set *set, float mean, float std) {
 
 /* ---- shuffling ------------------------------------------------------- */
 
-uint64_t fmnist_rng_next(uint64_t *state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+uint64_t fmnist_rng_next(uint64_t *state) { return splitmix64_next(state); }
 
-uint64_t fmnist_rng_below(uint64_t *state, uint64_t bound) {
-  if (bound == 0) return 0;
-  /* The values below t = 2^64 mod bound would make the first t residues
-   * a little likelier than the rest: draw again. */
-  uint64_t t = (0 - bound) % bound;
-  for (;;) {
-    uint64_t r = fmnist_rng_next(state);
-    if (r >= t) return r % bound;
-  }
-}
+uint64_t fmnist_rng_below(uint64_t *state, uint64_t bound) { return splitmix64_below(state, bound); }
 
 disp_status fmnist_shuffle(int64_t *perm, int64_t n, uint64_t *state) {
   if (!perm || !state || n < 0)

@@ -3,6 +3,7 @@
  */
 #define _DEFAULT_SOURCE /* lstat, DT_* */
 #include "corpus.h"
+#include "../splitmix64.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -152,20 +153,7 @@ void corpus_free(corpus *c) {
   memset(c, 0, sizeof *c);
 }
 
-static uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t corpus_rng_below(uint64_t *state, uint64_t bound) {
-  if (!bound) return 0;
-  uint64_t t = (0 - bound) % bound, z;
-  do z = splitmix64(state);
-  while (z < t);
-  return z % bound;
-}
+uint64_t corpus_rng_below(uint64_t *state, uint64_t bound) { return splitmix64_below(state, bound); }
 
 static disp_tensor *tokens_tensor(int64_t batch, int64_t context) {
   int64_t sizes[2] = {batch, context};
