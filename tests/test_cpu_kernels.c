@@ -100,6 +100,31 @@ TEST(binary_kernels_are_bit_exact_on_every_capability) {
   return 0;
 }
 
+/* where: the bits of a or b as the condition byte says (uint8 conditions:
+ * any nonzero byte is true), a or b contiguous or one broadcast value. */
+TEST(select_is_bit_exact_on_every_capability) {
+  const disp__cpu_kernel_table *t[DISP_CPU_CAP_COUNT];
+  int nt = tables(t);
+  static float a[MAXN], b[MAXN], o[MAXN];
+  static uint8_t c[MAXN];
+  int64_t n;
+  FOR_LENGTHS(n) {
+    fill(a, n, 2, 10.0f);
+    fill(b, n, 3, 10.0f);
+    for (int64_t i = 0; i < n; i++) c[i] = (uint8_t)(i % 3 == 0 ? 0 : i % 5 == 0 ? 200 : 1);
+    for (int k = 0; k < nt; k++)
+      for (int64_t sa = 0; sa <= 1; sa++)
+        for (int64_t sb = 0; sb <= 1; sb++) {
+          t[k]->select_f32(o, c, a, sa, b, sb, n);
+          for (int64_t i = 0; i < n; i++)
+            if (!same(o[i], c[i] ? a[i * sa] : b[i * sb]))
+              TEST_FAIL_("%s select n=%lld sa=%lld sb=%lld [%lld]: %a", disp__cpu_capability_name(t[k]->cap),
+                         (long long)n, (long long)sa, (long long)sb, (long long)i, o[i]);
+        }
+  }
+  return 0;
+}
+
 TEST(clamp_min_is_std_max_bit_for_bit_and_relu_keeps_nan) {
   const disp__cpu_kernel_table *t[DISP_CPU_CAP_COUNT];
   int nt = tables(t);
@@ -455,6 +480,7 @@ TEST(results_do_not_depend_on_the_thread_count) {
 TEST_LIST = {
     TEST_ENTRY(the_table_in_use_is_the_capability_in_use),
     TEST_ENTRY(binary_kernels_are_bit_exact_on_every_capability),
+    TEST_ENTRY(select_is_bit_exact_on_every_capability),
     TEST_ENTRY(clamp_min_is_std_max_bit_for_bit_and_relu_keeps_nan),
     TEST_ENTRY(exp_log_tanh_within_one_ulp_sigmoid_within_three),
     TEST_ENTRY(softmax_lastdim_and_inner_match_double_reference),

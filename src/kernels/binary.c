@@ -127,7 +127,19 @@ DISP_LOOP_TABLE(tanhb_loops, DISP_ENTRIES(FLOAT, tanhb));
 DISP_DEFS3(FLOAT, where, c ? a : b)
 DISP_DEFS3(INT, where, c ? a : b)
 DISP_DEFS3(BOOL, where, c ? a : b)
-DISP_LOOP_TABLE(where_loops, DISP_ENTRIES(FLOAT, where) DISP_ENTRIES(INT, where) DISP_ENTRIES(BOOL, where));
+
+/* float32 runs with a contiguous output and condition and contiguous or
+ * broadcast values go to the kernel table's vector select (the same bits). */
+static void where_f32_table(char **d, const int64_t *s, int64_t n, const void *ctx) {
+  if (s[0] == 4 && s[1] == 1 && (s[2] == 4 || s[2] == 0) && (s[3] == 4 || s[3] == 0))
+    disp__cpu_kernels()->select_f32((float *)d[0], (const uint8_t *)d[1], (const float *)d[2], s[2] / 4,
+                                    (const float *)d[3], s[3] / 4, n);
+  else
+    where_f32(d, s, n, ctx);
+}
+DISP_LOOP_TABLE(where_loops, [DISP_DTYPE_FLOAT32] = where_f32_table, [DISP_DTYPE_FLOAT64] = where_f64,
+                [DISP_DTYPE_FLOAT16] = where_f16, [DISP_DTYPE_BFLOAT16] = where_bf16, DISP_ENTRIES(INT, where)
+                    DISP_ENTRIES(BOOL, where));
 
 /* ---- add / sub ------------------------------------------------------------ */
 

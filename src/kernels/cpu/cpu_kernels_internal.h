@@ -29,6 +29,8 @@ void DISP_CPU_FN(softmax_inner_f32)(float *o, const float *in, int64_t len, int6
 void DISP_CPU_FN(softmax_backward_lastdim_f32)(float *o, const float *g, const float *y, int64_t rows, int64_t len,
                                                int is_log);
 float DISP_CPU_FN(sum_f32)(const float *a, int64_t n);
+void DISP_CPU_FN(select_f32)(float *o, const uint8_t *c, const float *a, int64_t sa, const float *b, int64_t sb,
+                             int64_t n);
 void DISP_CPU_FN(gelu_f32)(float *o, const float *a, int64_t n);
 void DISP_CPU_FN(gelu_backward_f32)(float *o, const float *dy, const float *x, int64_t n);
 void DISP_CPU_FN(layer_norm_rows_f32)(const float *x, int64_t rows, int64_t n, const float *g, const float *b,

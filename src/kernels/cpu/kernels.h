@@ -73,6 +73,10 @@ typedef struct disp__cpu_kernel_table {
   /* threshold_backward: o[i] = self[i] <= threshold ? 0 : grad[i] (a
    * select: the same bits in every copy; o may be self or grad). */
   void (*threshold_backward_f32)(float *o, const float *self, const float *grad, float threshold, int64_t n);
+  /* where: o[i] = c[i] ? a[i * sa] : b[i * sb], c one byte per element
+   * (nonzero: true), sa and sb 1 (contiguous) or 0 (one broadcast value);
+   * a select, the same bits in every copy. */
+  void (*select_f32)(float *o, const uint8_t *c, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n);
   /* max_pool2d's windows of two by two taps, the columns adjacent and two
    * apart from one output to the next (kernel width 2, stride 2, no
    * dilation along the width; cpu/pool.c): rows x cols outputs whose taps

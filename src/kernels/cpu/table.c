@@ -31,6 +31,7 @@ const disp__cpu_kernel_table DISP_CPU_CAT(disp__cpu_kernels, DISP_CPU_SUFFIX) = 
     .gelu_backward_f32 = DISP_CPU_FN(gelu_backward_f32),
     .gemm_nt_f32 = DISP_CPU_GEMM_NT,
     .threshold_backward_f32 = DISP_CPU_FN(threshold_backward_f32),
+    .select_f32 = DISP_CPU_FN(select_f32),
     .max_pool2x2_f32 = DISP_CPU_FN(max_pool2x2_f32),
     .max_pool2x2_backward_f32 = DISP_CPU_FN(max_pool2x2_backward_f32),
     .conv_small_forward_f32 = DISP_CPU_CONV_SMALL_FORWARD,
