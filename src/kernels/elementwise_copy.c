@@ -96,10 +96,27 @@ static const row_fn rows[10][10] = {
 
 static int row_index(disp_dtype dt) { return dt == DISP_DTYPE_QUINT8 ? (int)DISP_DTYPE_UINT8 : (int)dt; }
 
+/* n contiguous items of z bytes, each a copy of the z bytes at v: memset
+ * for zero bits (zeros, zero_: most fills), else the first item and then
+ * doubling copies of what is written (a few memcpy calls, not n). */
+static void fill_items(char *dst, const void *v, int64_t z, int64_t n) {
+  static const unsigned char zero[8];
+  if (!memcmp(v, zero, (size_t)z)) {
+    memset(dst, 0, (size_t)(n * z));
+    return;
+  }
+  memcpy(dst, v, (size_t)z);
+  for (int64_t done = 1; done < n;) {
+    int64_t k = done < n - done ? done : n - done;
+    memcpy(dst + done * z, dst, (size_t)(k * z));
+    done += k;
+  }
+}
+
 /* Same-dtype rows by item size, the bytes moved as they are: contiguous is
- * a memcpy, a stride-0 source a fill, anything else a typed strided loop
- * (fixed-size memcpy compiles to one move and keeps UBSan's alignment
- * checks quiet). */
+ * a memcpy, a stride-0 source into a contiguous row a fill, anything else a
+ * typed strided loop (fixed-size memcpy compiles to one move and keeps
+ * UBSan's alignment checks quiet). */
 #define SAME_ROW(NAME, T)                                                                     \
   static void NAME(char **d_, const int64_t *s_, int64_t n, const void *ctx) {               \
     (void)ctx;                                                                               \
@@ -108,6 +125,8 @@ static int row_index(disp_dtype dt) { return dt == DISP_DTYPE_QUINT8 ? (int)DISP
     const int64_t z = (int64_t)sizeof(T), ds = s_[0], ss = s_[1];                            \
     if (ds == z && ss == z) {                                                                \
       memcpy(dst, src, (size_t)(n * z));                                                     \
+    } else if (ss == 0 && ds == z) {                                                         \
+      fill_items(dst, src, z, n);                                                            \
     } else if (ss == 0) {                                                                    \
       T v;                                                                                   \
       memcpy(&v, src, sizeof v);                                                             \
