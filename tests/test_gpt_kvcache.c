@@ -61,34 +61,39 @@ static double rel_diff(const float *a, const float *b) {
   return d / scale;
 }
 
-/* The cached logits after ids[t], into out[vocab]. */
+/* The cached logits after `token` ([1, vocab]), into out[vocab]. */
 static disp_status cached(const gpt_model *m, gpt_kv_cache *c, int64_t token, float *out) {
   disp_scope s = disp_scope_begin();
   disp_tensor *l = gpt_forward_cached(m, c, token);
-  if (l) {
-    ASSERT_EQ_INT(disp_tensor_ndim(l), 2);
-    ASSERT_EQ_INT(disp_tensor_sizes(l)[1], small.vocab);
-    memcpy(out, disp_tensor_data_ptr(disp_clone(l)), (size_t)small.vocab * sizeof *out);
-  }
-  return disp_scope_end(&s);
+  int shaped = l && disp_tensor_ndim(l) == 2 && disp_tensor_sizes(l)[0] == 1 && disp_tensor_sizes(l)[1] == small.vocab;
+  if (shaped) memcpy(out, disp_tensor_data_ptr(disp_clone(l)), (size_t)small.vocab * sizeof *out);
+  disp_status st = disp_scope_end(&s);
+  if (l && !shaped) st = disp_set_error(DISP_ERR_INVALID_ARG, "test: the cached logits are not [1, vocab]");
+  return st;
 }
 
-TEST(cached_logits_are_the_cropped_windows) {
+/* N tokens through a cache restarting over `keep` tokens: each position's
+ * logits are gpt_forward's over the window the cache holds, which is
+ * ids[t - len + 1 .. t], len growing to the context and falling to keep + 1
+ * at each restart. 0 when they all match. */
+static int windows_match(int64_t keep) {
   gpt_model m;
   gpt_kv_cache c;
-  int64_t ids[N];
+  int64_t ids[N], len = 0;
   float want[64], got[64], other[64];
   tokens(ids);
   ASSERT_OK(make_model(&m));
   ASSERT_OK(gpt_kv_cache_init(&c, &m));
+  if (keep >= 0) c.keep = keep;
   for (int t = 0; t < N; t++) {
-    int from = t + 1 > small.context ? t + 1 - (int)small.context : 0;
+    len = len < small.context ? len + 1 : c.keep + 1;
+    int from = t + 1 - (int)len;
     ASSERT_OK(cached(&m, &c, ids[t], got));
+    ASSERT_EQ_INT(c.len, len);
     ASSERT_OK(uncached(&m, ids, from, t, want));
     if (rel_diff(got, want) > 1e-5) TEST_FAIL_("position %d: relative difference %g", t, rel_diff(got, want));
-    ASSERT_EQ_INT(c.len, t + 1 < small.context ? t + 1 : small.context);
     /* the test can tell a wrong window: one token shorter differs */
-    if (t > 0) {
+    if (len > 1) {
       ASSERT_OK(uncached(&m, ids, from + 1, t, other));
       ASSERT_TRUE(rel_diff(other, want) > 1e-3);
     }
@@ -100,6 +105,16 @@ TEST(cached_logits_are_the_cropped_windows) {
   ASSERT_TRUE(rel_diff(got, want) <= 1e-5);
   gpt_kv_cache_free(&c);
   gpt_free(&m);
+  return 0;
+}
+
+/* The default keep (context - 1): the uncached path's cropped window. */
+TEST(cached_logits_are_the_cropped_windows) { return windows_match(-1); }
+
+/* Restarting over fewer tokens: the windows the cache holds. */
+TEST(restarts_keep_their_windows) {
+  for (int64_t keep = 0; keep < small.context - 1; keep += 3)
+    if (windows_match(keep)) TEST_FAIL_("keep %lld", (long long)keep);
   return 0;
 }
 
@@ -131,6 +146,12 @@ TEST(bad_input_is_an_error_and_keeps_the_cache) {
   ASSERT_TRUE(gpt_forward_cached(&other, &c, 1) == NULL);
   ASSERT_CONTAINS(disp_last_error(), "not made for this model's configuration");
   gpt_free(&other);
+  c.keep = small.context;
+  ASSERT_TRUE(gpt_forward_cached(&m, &c, 1) == NULL);
+  ASSERT_CONTAINS(disp_last_error(), "the cache's keep 8 is outside [0, 8)");
+  c.keep = -1;
+  ASSERT_TRUE(gpt_forward_cached(&m, &c, 1) == NULL);
+  c.keep = small.context - 1;
   gpt_kv_cache empty;
   memset(&empty, 0, sizeof empty);
   ASSERT_TRUE(gpt_forward_cached(&m, &empty, 1) == NULL);
@@ -148,6 +169,7 @@ TEST(bad_input_is_an_error_and_keeps_the_cache) {
 
 TEST_LIST = {
     TEST_ENTRY(cached_logits_are_the_cropped_windows),
+    TEST_ENTRY(restarts_keep_their_windows),
     TEST_ENTRY(bad_input_is_an_error_and_keeps_the_cache),
     TEST_END};
 TEST_MAIN()

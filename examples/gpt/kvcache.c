@@ -23,6 +23,7 @@ disp_status gpt_kv_cache_init(gpt_kv_cache *c, const gpt_model *m) {
   if (!c->ids || !c->k || !c->v)
     return gpt_kv_cache_free(c), disp_set_error(DISP_ERR_NO_MEMORY, "gpt_kv_cache_init: out of memory");
   c->cfg = *g;
+  c->keep = g->context - 1;
   disp_dims shape = DISP_SHAPE(1, g->heads, g->context, g->width / g->heads);
   for (size_t l = 0; l < L; l++) {
     DISP_SCOPE c->k[l] = disp_keep(disp_zeros(shape)), c->v[l] = disp_keep(disp_zeros(shape));
@@ -118,6 +119,9 @@ static disp_status check(const gpt_model *m, const gpt_kv_cache *c, int64_t toke
   if (!m || !c) return disp_set_error(DISP_ERR_INVALID_ARG, "%s: %s is NULL", f, m ? "cache" : "model");
   if (!c->k || !same_config(&c->cfg, &m->cfg))
     return disp_set_error(DISP_ERR_INVALID_ARG, "%s: the cache was not made for this model's configuration", f);
+  if (c->keep < 0 || c->keep >= m->cfg.context)
+    return disp_set_error(DISP_ERR_INVALID_ARG, "%s: the cache's keep %lld is outside [0, %lld)", f,
+                          (long long)c->keep, (long long)m->cfg.context);
   if (token < 0 || token >= m->cfg.vocab)
     return disp_set_error(DISP_ERR_INVALID_ARG, "%s: token %lld is outside the vocabulary [0, %lld)", f,
                           (long long)token, (long long)m->cfg.vocab);
@@ -132,11 +136,11 @@ disp_tensor *gpt_forward_cached(const gpt_model *m, gpt_kv_cache *c, int64_t tok
     c->ids[c->len] = token;
     logits = forward_rows(m, c, &token, 1, c->len);
     c->len = logits ? c->len + 1 : 0;
-  } else { /* the window slides: every position moves, restart over it */
-    memmove(c->ids, c->ids + 1, (size_t)(c->len - 1) * sizeof *c->ids);
-    c->ids[c->len - 1] = token;
-    logits = forward_rows(m, c, c->ids, c->len, 0);
-    if (!logits) c->len = 0;
+  } else { /* full: every position would move; restart over the last keep */
+    memmove(c->ids, c->ids + c->len - c->keep, (size_t)c->keep * sizeof *c->ids);
+    c->ids[c->keep] = token;
+    logits = forward_rows(m, c, c->ids, c->keep + 1, 0);
+    c->len = logits ? c->keep + 1 : 0;
   }
   disp_no_grad_end(&g);
   return logits;
