@@ -8,14 +8,17 @@
  * "val loss: X.XXXX".
  *
  *   gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N]
- *       [--data DIR] [--sample N] [--temperature T] [--top-k K] [--loss-every N]
- *       [--stop N] [--save FILE] [--resume FILE]
+ *       [--data DIR] [--sample N] [--temperature T] [--top-k K] [--kv-keep K]
+ *       [--loss-every N] [--stop N] [--save FILE] [--resume FILE]
  *
  * --sample N then prints N characters generated as nanoGPT's generate does
  * (logits / --temperature, default 0.8; only the --top-k largest kept,
  * default 200, 0 keeps all; softmax; multinomial with the library's seeded
  * generator), one token at a time through a KV cache (kvcache.h), and a line
- * "sampled N tokens in X s (Y tokens/s)".
+ * "sampled N tokens in X s (Y tokens/s)". Past the context the cache
+ * restarts over its last --kv-keep tokens: 63 by default, nanoGPT's window
+ * exactly (each token past the context costs a window's forward); fewer,
+ * e.g. 32, restart less often (faster; each token then sees 33 to 64).
  *
  * --stop N ends the run after step N (the schedule still spans --steps);
  * --save FILE then writes a checkpoint (checkpoint.h) that --resume FILE
@@ -39,7 +42,7 @@ typedef struct flags {
   unsigned long long seed;
   const char *data, *save, *resume;
   double temperature; /* --sample's */
-  long top_k;
+  long top_k, kv_keep; /* kv_keep -1: the context - 1 */
 } flags;
 
 static double now_s(void) {
@@ -71,6 +74,7 @@ static int parse_flags(int argc, char **argv, flags *f) {
     else if (!strcmp(a, "--eval-iters")) f->eval_iters = n;
     else if (!strcmp(a, "--sample")) f->sample = n;
     else if (!strcmp(a, "--top-k")) f->top_k = n;
+    else if (!strcmp(a, "--kv-keep")) f->kv_keep = n;
     else if (!strcmp(a, "--threads")) f->threads = n;
     else if (!strcmp(a, "--seed")) f->seed = (unsigned long long)n;
     else if (!strcmp(a, "--loss-every")) f->loss_every = n;
@@ -80,7 +84,8 @@ static int parse_flags(int argc, char **argv, flags *f) {
   }
   if (argc == 1) return 0;
   fprintf(stderr, "usage: gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N] "
-                  "[--data DIR] [--sample N] [--temperature T] [--top-k K] [--loss-every N] [--stop N] [--save FILE] [--resume FILE]\n");
+                  "[--data DIR] [--sample N] [--temperature T] [--top-k K] [--kv-keep K] [--loss-every N] [--stop N] "
+                  "[--save FILE] [--resume FILE]\n");
   return 1;
 }
 
@@ -169,9 +174,10 @@ static disp_status train_step(const gpt_model *m, disp_optimizer *opt[2], disp_t
  * (top-k; 0 keeps all), softmax, one multinomial draw. */
 static disp_status next_token(const gpt_model *m, gpt_kv_cache *kv, int64_t prev, const flags *f, int64_t *out) {
   disp_scope s = disp_scope_begin();
-  disp_tensor *logits = disp_div(gpt_forward_cached(m, kv, prev), disp_scalar(f->temperature));
+  disp_tensor *logits = gpt_forward_cached(m, kv, prev); /* its own errors are not a chain's (kvcache.h) */
+  disp_status st = logits ? DISP_OK : disp_last_status();
+  if (logits) logits = disp_div(logits, disp_scalar(f->temperature));
   int64_t k = f->top_k < m->cfg.vocab ? f->top_k : m->cfg.vocab;
-  disp_status st = DISP_OK;
   if (logits && k > 0) { /* logits[logits < v[:, [-1]]] = -inf */
     disp_tensor *v = NULL, *i = NULL;
     st = disp_aten_topk(logits, k, -1, true, true, &v, &i);
@@ -193,6 +199,7 @@ static disp_status sample(const gpt_model *m, const corpus *c, const flags *f) {
   char *text = malloc((size_t)n + 1);
   gpt_kv_cache kv;
   disp_status st = ids && text ? gpt_kv_cache_init(&kv, m) : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
+  if (st == DISP_OK && f->kv_keep >= 0) kv.keep = f->kv_keep; /* checked by gpt_forward_cached */
   if (st == DISP_OK) ids[0] = corpus_encode(c, '\n');
   double t0 = now_s();
   for (long t = 1; st == DISP_OK && t <= n; t++) st = next_token(m, &kv, ids[t - 1], f, &ids[t]);
@@ -213,7 +220,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  flags f = {2000, 250, 20, 0, 0, 0, -1, 1337, NULL, NULL, NULL, 0.8, 200}; /* stop -1: none */
+  flags f = {2000, 250, 20, 0, 0, 0, -1, 1337, NULL, NULL, NULL, 0.8, 200, -1}; /* stop -1: none */
   if (parse_flags(argc, argv, &f)) return 1;
   if (f.threads) disp_set_num_threads((int)f.threads);
   corpus c;

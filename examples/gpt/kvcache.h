@@ -52,7 +52,10 @@ void gpt_kv_cache_free(gpt_kv_cache *c);
  * intermediates); NULL with the error set: NULL model or cache, a cache of
  * another configuration, keep outside [0, context), a token outside
  * [0, vocab) (DISP_ERR_INVALID_ARG, the cache unchanged), or a failure of the library (the cache is then
- * emptied: the next token starts a new window).
+ * emptied: the next token starts a new window). Its argument errors are
+ * set by disp_set_error, not by a concise call: check the result before
+ * passing it on, or the next concise call replaces the message with
+ * "ARG is NULL" (easy.h, Note [Concise errors]).
  * Thread safety: one thread per cache at a time; the model is only read.
  */
 disp_tensor *gpt_forward_cached(const gpt_model *m, gpt_kv_cache *c, int64_t token);
