@@ -47,6 +47,7 @@ for th in 1 2; do
   t=$("$twin" --init "$dir/twin.safetensors" $once --threads $th | rate)
   c63=$("$gpt" --resume "$dir/twin.safetensors" $once --threads $th --kv-keep 63 | rate)
   c32=$("$gpt" --resume "$dir/twin.safetensors" $once --threads $th --kv-keep 32 | rate)
-  echo "$th $n $t $c63 $c32" | awk '{ printf "sampling %d tokens, threads %d: libtorch %.0f tokens/s; ours (KV cache) %.0f " \
-    "keeping the cropped window (%.2fx), %.0f restarting over 32 (%.2fx)\n", $2, $1, $3, $4, $4 / $3, $5, $5 / $3 }'
+  echo "$th $n $t $c63 $c32" | awk '{ printf "sampling %d tokens, threads %d: libtorch %.0f tokens/s; " \
+    "ours (KV cache) %.0f keeping the cropped window (%.2fx), %.0f restarting over 32 (%.2fx)\n",
+    $2, $1, $3, $4, $4 / $3, $5, $5 / $3 }'
 done

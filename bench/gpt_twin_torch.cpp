@@ -195,8 +195,8 @@ int main(int argc, char **argv) {
   Flags f;
   if (parse(argc, argv, f)) {
     std::fprintf(stderr, "usage: gpt_twin_torch --init FILE [--steps N] [--stop N] [--threads N] [--loss-every N] "
-                         "[--eval-every N] [--eval-iters N] [--export FILE] [--data DIR] [--sample N] [--temperature T] "
-                         "[--top-k K]\n");
+                         "[--eval-every N] [--eval-iters N] [--export FILE] [--data DIR] [--sample N] "
+                         "[--temperature T] [--top-k K]\n");
     return 1;
   }
   try {

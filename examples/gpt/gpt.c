@@ -198,6 +198,7 @@ static disp_status sample(const gpt_model *m, const corpus *c, const flags *f) {
   int64_t *ids = calloc((size_t)(n + 1), sizeof *ids);
   char *text = malloc((size_t)n + 1);
   gpt_kv_cache kv;
+  memset(&kv, 0, sizeof kv); /* freed below whatever happens */
   disp_status st = ids && text ? gpt_kv_cache_init(&kv, m) : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
   if (st == DISP_OK && f->kv_keep >= 0) kv.keep = f->kv_keep; /* checked by gpt_forward_cached */
   if (st == DISP_OK) ids[0] = corpus_encode(c, '\n');
@@ -209,7 +210,7 @@ static disp_status sample(const gpt_model *m, const corpus *c, const flags *f) {
     text[n] = 0;
     printf("%s\nsampled %ld tokens in %.3f s (%.1f tokens/s)\n", text, n, secs, (double)n / secs);
   }
-  if (ids && text) gpt_kv_cache_free(&kv);
+  gpt_kv_cache_free(&kv);
   free(ids), free(text);
   return st;
 }

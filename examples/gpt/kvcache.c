@@ -95,7 +95,8 @@ static disp_tensor *attention(const gpt_model *m, gpt_kv_cache *c, int64_t l, di
  * logits [1, vocab]. NULL with the error set on failure. */
 static disp_tensor *forward_rows(const gpt_model *m, gpt_kv_cache *c, const int64_t *ids, int64_t T, int64_t at) {
   disp_tensor *const *p = m->params;
-  disp_tensor *x = disp_add(disp_embedding(p[0], disp_from(ids, 1, T)), disp_embedding(p[1], disp_narrow(m->pos, 0, at, T)));
+  disp_tensor *tok = disp_embedding(p[0], disp_from(ids, 1, T));
+  disp_tensor *x = disp_add(tok, disp_embedding(p[1], disp_narrow(m->pos, 0, at, T)));
   disp_status st = DISP_OK;
   for (int64_t l = 0; x && l < m->cfg.layers; l++) {
     disp_tensor *const *pl = p + 2 + l * PER_LAYER;
