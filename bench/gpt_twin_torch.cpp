@@ -6,12 +6,16 @@
 //
 //   gpt_twin_torch --init FILE [--steps N] [--stop N] [--threads N]
 //                  [--loss-every N] [--eval-every N] [--eval-iters N] [--export FILE]
+//                  [--sample N] [--temperature T] [--top-k K]
 //
 // Prints "step S loss L" (%.9g) every --loss-every steps, the evaluations
 // as gpt does, "trained to step S in T s", "val loss: X" and, with
 // --export, writes the trained parameters under nanoGPT's names as
 // safetensors (libdispatch's writer), which `gpt --steps 0 --resume FILE`
-// evaluates in C.
+// evaluates in C. --sample N then generates N characters as nanoGPT's
+// generate does (no KV cache: each token runs the window cropped to the
+// last 64 tokens; logits / T, top-k, softmax, multinomial) and prints them
+// with "sampled N tokens in X s (Y tokens/s)", as gpt --sample does.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -34,6 +38,8 @@ namespace {
 
 struct Flags {
   long steps = 2000, stop = 0, threads = 0, loss_every = 0, eval_every = 250, eval_iters = 20;
+  long sample = 0, top_k = 200;
+  double temperature = 0.8;
   unsigned long long seed = 1337;
   const char *init = nullptr, *exp = nullptr, *data = nullptr;
 };
@@ -77,7 +83,9 @@ void load(Gpt &m, const char *path) {
   m.mask = torch::ones({m.T, m.T}, torch::kBool).triu(1);  // true above the diagonal
 }
 
-torch::Tensor forward(Gpt &m, const torch::Tensor &idx) {
+// The logits [B, T, V]; last_only: [B, 1, V] for the last position, as
+// nanoGPT's forward without targets (its lm_head on x[:, [-1], :]).
+torch::Tensor forward(Gpt &m, const torch::Tensor &idx, bool last_only = false) {
   int64_t B = idx.size(0), T = idx.size(1), C = m.C, hs = C / m.H;
   auto x = torch::embedding(m.params[0], idx) + torch::embedding(m.params[1], torch::arange(T, torch::kLong));
   auto heads = [&](const torch::Tensor &t) { return t.view({B, T, m.H, hs}).transpose(1, 2); };
@@ -92,7 +100,32 @@ torch::Tensor forward(Gpt &m, const torch::Tensor &idx) {
     x = x + torch::linear(y, p[2]);
     x = x + torch::linear(torch::gelu(torch::linear(torch::layer_norm(x, {C}, p[3], {}, 1e-5), p[4])), p[5]);
   }
-  return torch::linear(torch::layer_norm(x, {C}, m.params.back(), {}, 1e-5), m.params[0]);
+  x = torch::layer_norm(x, {C}, m.params.back(), {}, 1e-5);
+  return torch::linear(last_only ? x.narrow(1, T - 1, 1) : x, m.params[0]);
+}
+
+// nanoGPT's generate (model.py) from a newline, f.sample tokens: prints
+// them and the rate.
+void sample(Gpt &m, const corpus &c, const Flags &f) {
+  torch::NoGradGuard no_grad;
+  auto idx = torch::full({1, 1}, int64_t(corpus_encode(&c, '\n')), torch::kLong);
+  auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < f.sample; i++) {
+    auto cond = idx.size(1) <= m.T ? idx : idx.narrow(1, idx.size(1) - m.T, m.T);
+    auto logits = forward(m, cond, true).select(1, -1) / f.temperature;
+    if (f.top_k > 0) {
+      auto v = std::get<0>(torch::topk(logits, std::min<int64_t>(f.top_k, logits.size(-1))));
+      logits = logits.masked_fill(logits < v.narrow(1, v.size(1) - 1, 1), -INFINITY);
+    }
+    auto next = torch::multinomial(torch::softmax(logits, -1), 1);
+    idx = torch::cat({idx, next}, 1);
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto ids = idx.contiguous();
+  std::string text(size_t(f.sample), ' ');
+  corpus_decode(&c, ids.data_ptr<int64_t>() + 1, size_t(f.sample), &text[0]);
+  std::printf("%s\nsampled %ld tokens in %.3f s (%.1f tokens/s)\n", text.c_str(), f.sample, secs,
+              double(f.sample) / secs);
 }
 
 torch::Tensor loss_of(Gpt &m, const corpus &c, int val, uint64_t *state) {
@@ -148,9 +181,12 @@ int parse(int argc, char **argv, Flags &f) {
     else if (a == "--loss-every") f.loss_every = std::atol(v);
     else if (a == "--eval-every") f.eval_every = std::atol(v);
     else if (a == "--eval-iters") f.eval_iters = std::atol(v);
+    else if (a == "--sample") f.sample = std::atol(v);
+    else if (a == "--top-k") f.top_k = std::atol(v);
+    else if (a == "--temperature") f.temperature = std::atof(v);
     else return 1;
   }
-  return f.init == nullptr || argc % 2 == 0;
+  return f.init == nullptr || argc % 2 == 0 || f.sample < 0 || !(f.temperature > 0);
 }
 
 }  // namespace
@@ -159,7 +195,8 @@ int main(int argc, char **argv) {
   Flags f;
   if (parse(argc, argv, f)) {
     std::fprintf(stderr, "usage: gpt_twin_torch --init FILE [--steps N] [--stop N] [--threads N] [--loss-every N] "
-                         "[--eval-every N] [--eval-iters N] [--export FILE] [--data DIR]\n");
+                         "[--eval-every N] [--eval-iters N] [--export FILE] [--data DIR] [--sample N] "
+                         "[--temperature T] [--top-k K]\n");
     return 1;
   }
   try {
@@ -198,6 +235,7 @@ int main(int argc, char **argv) {
     std::printf("trained to step %ld in %.1f s\n", end, secs());
     if (end == f.steps) std::printf("val loss: %.4f\n", estimate(m, c, 1, f.eval_iters, f.seed + 2));
     if (f.exp) export_params(m, f.exp);
+    if (f.sample) torch::manual_seed(f.seed), sample(m, c, f);
     corpus_free(&c);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "gpt_twin_torch: %s\n", e.what());

@@ -8,7 +8,17 @@
  * "val loss: X.XXXX".
  *
  *   gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N]
- *       [--data DIR] [--sample N] [--loss-every N] [--stop N] [--save FILE] [--resume FILE]
+ *       [--data DIR] [--sample N] [--temperature T] [--top-k K] [--kv-keep K]
+ *       [--loss-every N] [--stop N] [--save FILE] [--resume FILE]
+ *
+ * --sample N then prints N characters generated as nanoGPT's generate does
+ * (logits / --temperature, default 0.8; only the --top-k largest kept,
+ * default 200, 0 keeps all; softmax; multinomial with the library's seeded
+ * generator), one token at a time through a KV cache (kvcache.h), and a line
+ * "sampled N tokens in X s (Y tokens/s)". Past the context the cache
+ * restarts over its last --kv-keep tokens: 63 by default, nanoGPT's window
+ * exactly (each token past the context costs a window's forward); fewer,
+ * e.g. 32, restart less often (faster; each token then sees 33 to 64).
  *
  * --stop N ends the run after step N (the schedule still spans --steps);
  * --save FILE then writes a checkpoint (checkpoint.h) that --resume FILE
@@ -24,12 +34,15 @@
 
 #include "checkpoint.h"
 #include "corpus.h"
+#include "kvcache.h"
 #include "model.h"
 
 typedef struct flags {
   long steps, eval_every, eval_iters, sample, threads, loss_every, stop;
   unsigned long long seed;
   const char *data, *save, *resume;
+  double temperature; /* --sample's */
+  long top_k, kv_keep; /* kv_keep -1: the context - 1 */
 } flags;
 
 static double now_s(void) {
@@ -48,12 +61,20 @@ static int parse_flags(int argc, char **argv, flags *f) {
       if (i + 2 >= argc) return 0;
       continue;
     }
+    if (!strcmp(a, "--temperature")) {
+      f->temperature = strtod(v, &end);
+      if (*end || !(f->temperature > 0 && f->temperature < INFINITY)) break;
+      if (i + 2 >= argc) return 0;
+      continue;
+    }
     long n = strtol(v, &end, 10);
     if (*end || n < 0) break;
     if (!strcmp(a, "--steps")) f->steps = n;
     else if (!strcmp(a, "--eval-every")) f->eval_every = n;
     else if (!strcmp(a, "--eval-iters")) f->eval_iters = n;
     else if (!strcmp(a, "--sample")) f->sample = n;
+    else if (!strcmp(a, "--top-k")) f->top_k = n;
+    else if (!strcmp(a, "--kv-keep")) f->kv_keep = n;
     else if (!strcmp(a, "--threads")) f->threads = n;
     else if (!strcmp(a, "--seed")) f->seed = (unsigned long long)n;
     else if (!strcmp(a, "--loss-every")) f->loss_every = n;
@@ -63,7 +84,8 @@ static int parse_flags(int argc, char **argv, flags *f) {
   }
   if (argc == 1) return 0;
   fprintf(stderr, "usage: gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N] "
-                  "[--data DIR] [--sample N] [--loss-every N] [--stop N] [--save FILE] [--resume FILE]\n");
+                  "[--data DIR] [--sample N] [--temperature T] [--top-k K] [--kv-keep K] [--loss-every N] [--stop N] "
+                  "[--save FILE] [--resume FILE]\n");
   return 1;
 }
 
@@ -147,46 +169,49 @@ static disp_status train_step(const gpt_model *m, disp_optimizer *opt[2], disp_t
   return st;
 }
 
-/* The next token after ids[0..t): the last position's softmax of logits /
- * 0.8 over the last `context` tokens, drawn with the corpus generator
- * (top-k 200 keeps the whole vocabulary here: V < 200). No grad. */
-static disp_status next_token(const gpt_model *m, const int64_t *ids, long t, double *p, uint64_t *state,
-                              int64_t *out) {
-  int64_t start = t > m->cfg.context ? t - m->cfg.context : 0, V = m->cfg.vocab;
-  disp_grad_guard g = disp_no_grad_begin();
+/* The token after `prev` (appended to kv's window), as nanoGPT's generate
+ * draws it: logits / temperature, those below the k-th largest set to -inf
+ * (top-k; 0 keeps all), softmax, one multinomial draw. */
+static disp_status next_token(const gpt_model *m, gpt_kv_cache *kv, int64_t prev, const flags *f, int64_t *out) {
   disp_scope s = disp_scope_begin();
-  disp_tensor *logits = gpt_forward(m, disp_view(disp_from(ids + start, t - start), DISP_DIMS(1, -1)));
-  disp_tensor *last = disp_softmax(disp_mul_scalar(disp_select(logits, 1, -1), 1.0 / 0.8), -1);
-  const float *q = last ? disp_tensor_data_ptr(last) : NULL;
-  for (int64_t v = 0; q && v < V; v++) p[v] = q[v];
-  disp_status st = disp_scope_end(&s);
-  disp_no_grad_end(&g);
-  if (st != DISP_OK) return st;
-  double u = (double)corpus_rng_below(state, 1ull << 53) / 9007199254740992.0, acc = 0;
-  *out = V - 1;
-  for (int64_t v = 0; v < V; v++)
-    if ((acc += p[v]) > u) {
-      *out = v;
-      break;
-    }
-  return DISP_OK;
+  disp_tensor *logits = gpt_forward_cached(m, kv, prev); /* its own errors are not a chain's (kvcache.h) */
+  disp_status st = logits ? DISP_OK : disp_last_status();
+  if (logits) logits = disp_div(logits, disp_scalar(f->temperature));
+  int64_t k = f->top_k < m->cfg.vocab ? f->top_k : m->cfg.vocab;
+  if (logits && k > 0) { /* logits[logits < v[:, [-1]]] = -inf */
+    disp_tensor *v = NULL, *i = NULL;
+    st = disp_aten_topk(logits, k, -1, true, true, &v, &i);
+    if (st == DISP_OK) logits = disp_masked_fill(logits, disp_lt(logits, disp_narrow(v, 1, k - 1, 1)), -INFINITY);
+    disp_tensor_release(v), disp_tensor_release(i);
+  }
+  double next = st == DISP_OK ? disp_item(disp_multinomial(disp_softmax(logits, -1), 1)) : NAN;
+  disp_status end = disp_scope_end(&s);
+  if (st == DISP_OK) st = end;
+  if (st == DISP_OK) *out = (int64_t)next;
+  return st;
 }
 
-/* n characters from the model, starting after a newline. (Recomputes the
- * whole window per character: no KV cache yet.) */
-static disp_status sample(const gpt_model *m, const corpus *c, long n, uint64_t *state) {
+/* f->sample characters from the model, starting after a newline, and how
+ * fast they came. */
+static disp_status sample(const gpt_model *m, const corpus *c, const flags *f) {
+  long n = f->sample;
   int64_t *ids = calloc((size_t)(n + 1), sizeof *ids);
-  double *p = malloc((size_t)m->cfg.vocab * sizeof *p);
   char *text = malloc((size_t)n + 1);
-  disp_status st = ids && p && text ? DISP_OK : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
+  gpt_kv_cache kv;
+  memset(&kv, 0, sizeof kv); /* freed below whatever happens */
+  disp_status st = ids && text ? gpt_kv_cache_init(&kv, m) : disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
+  if (st == DISP_OK && f->kv_keep >= 0) kv.keep = f->kv_keep; /* checked by gpt_forward_cached */
   if (st == DISP_OK) ids[0] = corpus_encode(c, '\n');
-  for (long t = 1; st == DISP_OK && t <= n; t++) st = next_token(m, ids, t, p, state, &ids[t]);
+  double t0 = now_s();
+  for (long t = 1; st == DISP_OK && t <= n; t++) st = next_token(m, &kv, ids[t - 1], f, &ids[t]);
+  double secs = now_s() - t0;
   if (st == DISP_OK) {
     corpus_decode(c, ids + 1, (size_t)n, text);
     text[n] = 0;
-    printf("%s\n", text);
+    printf("%s\nsampled %ld tokens in %.3f s (%.1f tokens/s)\n", text, n, secs, (double)n / secs);
   }
-  free(ids), free(p), free(text);
+  gpt_kv_cache_free(&kv);
+  free(ids), free(text);
   return st;
 }
 
@@ -196,7 +221,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  flags f = {2000, 250, 20, 0, 0, 0, -1, 1337, NULL, NULL, NULL}; /* stop -1: none */
+  flags f = {2000, 250, 20, 0, 0, 0, -1, 1337, NULL, NULL, NULL, 0.8, 200, -1}; /* stop -1: none */
   if (parse_flags(argc, argv, &f)) return 1;
   if (f.threads) disp_set_num_threads((int)f.threads);
   corpus c;
@@ -231,7 +256,7 @@ int main(int argc, char **argv) {
   if (!rc) printf("trained to step %ld in %.1f s\n", s.step, now_s() - t0);
   if (!rc && end == f.steps) printf("val loss: %.4f\n", estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2));
   if (!rc && f.save && checkpoint_save(f.save, &m, &s) != DISP_OK) rc = fail("saving");
-  if (!rc && f.sample && sample(&m, &c, f.sample, &s.batch_rng) != DISP_OK) rc = fail("sampling");
+  if (!rc && f.sample && sample(&m, &c, &f) != DISP_OK) rc = fail("sampling");
   disp_optim_free(s.opt[0]), disp_optim_free(s.opt[1]);
   gpt_free(&m);
   corpus_free(&c);
