@@ -93,7 +93,8 @@ torch::Tensor forward(Gpt &m, const torch::Tensor &idx, bool last_only = false) 
     auto *p = &m.params[2 + 6 * l];
     auto h = torch::layer_norm(x, {C}, p[0], {}, 1e-5);
     auto qkv = torch::linear(h, p[1]);
-    auto q = heads(qkv.narrow(2, 0, C)), k = heads(qkv.narrow(2, C, C)), v = heads(qkv.narrow(2, 2 * C, C));
+    auto parts = qkv.split(C, 2);
+    auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
     auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hs)));
     att = torch::softmax(att.masked_fill(m.mask.narrow(0, 0, T).narrow(1, 0, T), -INFINITY), -1);
     auto y = torch::matmul(att, v).transpose(1, 2).reshape({B, T, C});

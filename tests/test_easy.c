@@ -319,6 +319,36 @@ TEST(scope_growth_failure) {
 }
 #endif
 
+/* disp_split: views of the input owned by the scope, and every refusal
+ * leaves out all NULL. */
+TEST(split_gives_scope_owned_views) {
+  float x[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  disp_tensor *base = disp_from(x, 2, 6), *p[3] = {NULL, NULL, NULL};
+  ASSERT_TRUE(base != NULL);
+  DISP_SCOPE {
+    ASSERT_EQ_INT(disp_split(base, 4, 1, p, 3), 2);
+    ASSERT_TRUE(p[2] == NULL);
+    ASSERT_EQ_INT(disp_tensor_sizes(p[0])[1], 4);
+    ASSERT_EQ_INT(disp_tensor_sizes(p[1])[1], 2);
+    ASSERT_TRUE(disp_tensor_storage(p[1]) == disp_tensor_storage(base)); /* views */
+    ASSERT_TRUE(at(p[1], 0) == 4 && ((const float *)disp_tensor_data_ptr(p[1]))[6] == 10);
+    ASSERT_EQ_INT(disp_tensor_refcount(p[0]), 1); /* the scope's one reference */
+    ASSERT_EQ_INT(disp_split(base, 1, 1, p, 3), -1); /* six pieces */
+    ASSERT_CONTAINS(disp_last_error(), "disp_split: 6 pieces do not fit in the 3 given");
+    ASSERT_TRUE(!p[0] && !p[1] && !p[2]);
+  }
+  ASSERT_EQ_INT(storage_refs(base), 1); /* the pieces went with the scope */
+  DISP_SCOPE {
+    ASSERT_EQ_INT(disp_split(base, 2, 5, p, 3), -1);
+    ASSERT_CONTAINS(disp_last_error(), "Dimension out of range");
+    ASSERT_EQ_INT(disp_split(NULL, 2, 0, p, 3), -1);
+    ASSERT_EQ_INT(disp_split(base, 2, 0, NULL, 3), -1);
+    ASSERT_EQ_INT(disp_split(base, 2, 0, p, -1), -1);
+  }
+  disp_tensor_release(base);
+  return 0;
+}
+
 TEST_LIST = {
     TEST_ENTRY(from_copies_c_data),
     TEST_ENTRY(hello_world_values),
@@ -331,6 +361,7 @@ TEST_LIST = {
     TEST_ENTRY(autograd_verbs),
     TEST_ENTRY(failed_scope_stops_the_verbs),
     TEST_ENTRY(nested_options),
+    TEST_ENTRY(split_gives_scope_owned_views),
 #ifdef DISP_FAULT_INJECTION
     TEST_ENTRY(scope_growth_failure),
 #endif

@@ -97,10 +97,9 @@ static disp_tensor *split_heads(const gpt_model *m, disp_tensor *x, int64_t B, i
 /* Causal self-attention over x [B, T, C] (nanoGPT's manual path). */
 static disp_tensor *attention(const gpt_model *m, disp_tensor *x, disp_tensor *const *p) {
   int64_t B = disp_tensor_sizes(x)[0], T = disp_tensor_sizes(x)[1], C = m->cfg.width;
-  disp_tensor *qkv = disp_linear(x, p[P_ATTN]);
-  disp_tensor *q = split_heads(m, disp_narrow(qkv, 2, 0, C), B, T);
-  disp_tensor *k = split_heads(m, disp_narrow(qkv, 2, C, C), B, T);
-  disp_tensor *v = split_heads(m, disp_narrow(qkv, 2, 2 * C, C), B, T);
+  disp_tensor *qkv[3] = {NULL, NULL, NULL}; /* nanoGPT's c_attn(x).split(n_embd, dim=2) */
+  disp_split(disp_linear(x, p[P_ATTN]), C, 2, qkv, 3);
+  disp_tensor *q = split_heads(m, qkv[0], B, T), *k = split_heads(m, qkv[1], B, T), *v = split_heads(m, qkv[2], B, T);
   disp_tensor *att = disp_mul_scalar(disp_matmul(q, disp_transpose(k, -2, -1)), 1.0 / sqrt((double)(C / m->cfg.heads)));
   disp_tensor *mask = disp_narrow(disp_narrow(m->mask, 0, 0, T), 1, 0, T);
   att = disp_softmax(disp_masked_fill(att, mask, -INFINITY), -1);

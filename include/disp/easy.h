@@ -307,6 +307,17 @@ DISP_API disp_tensor *disp_scalar_with(double value, disp_new_opts o);
  */
 DISP_API disp_tensor *disp_requires_grad(disp_tensor *t);
 
+/*
+ * disp_split - aten::split.Tensor: t cut along dim into pieces of `size`
+ * (the last one shorter), views of t, written to out[0..) as concise
+ * results (owned by the current scope, like every concise result). Returns
+ * the number of pieces, or -1 with the error set and every out[0..n) NULL:
+ * t NULL (an earlier concise failure keeps its message, Note [Concise
+ * errors]), out NULL or n negative, more pieces than n, or split's own
+ * errors (a size below 0, dim out of range). Thread-safe as any call.
+ */
+DISP_API int disp_split(disp_tensor *t, int64_t size, int64_t dim, disp_tensor **out, int n);
+
 /* ---- reading results ------------------------------------------------------- */
 
 /* disp_last_status - the status this thread's current error message was
