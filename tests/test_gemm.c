@@ -80,7 +80,8 @@ static int check_f64(int64_t m, int64_t n, int64_t k, int a_trans, int b_trans, 
 
 TEST(f64_exact_all_layouts) {
   static const int64_t sizes[][3] = {{1, 1, 1},   {2, 3, 4},    {13, 11, 20}, {17, 1, 9},
-                                     {1, 33, 7},  {65, 63, 129}, {70, 257, 3}, {130, 5, 300}};
+                                     {1, 33, 7},  {65, 63, 129}, {70, 257, 3}, {130, 5, 300},
+                                     {1, 300, 129}, {1, 2, 513}}; /* m = 1: gemv (Note [One row]) */
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (int ta = 0; ta < 2; ta++)
       for (int tb = 0; tb < 2; tb++)

@@ -198,11 +198,17 @@ static void zero_rows(void *c, int64_t m, int64_t n, int64_t ld, size_t elem) {
   for (int64_t i = 0; i < m; i++) memset((char *)c + elem * (size_t)(i * ld), 0, elem * (size_t)n);
 }
 
+/* Note [One row]: a product of one row (a sampled token's linear) is a
+ * matrix-vector product; OpenBLAS 0.3.21's gemm has no shortcut for it and
+ * packs the whole of B every call (half of a KV-cache step), so it goes
+ * to gemv: y = op(B)^T x, x the row of A (its stride) and y C's row. The
+ * choice depends on the shape only, so results do not depend on threads. */
+
 /* BLAS for T: transposes the problem when C is column-major, packs A/B
  * whose layout BLAS cannot take, and computes into a row-major scratch C
  * when C itself is neither row- nor column-major. */
 /* (A column-major C is computed as C^T = B^T A^T, all row-major.) */
-#define DEFINE_BLAS(NAME, T, GEMM, PACK, PORTABLE)                                                \
+#define DEFINE_BLAS(NAME, T, GEMM, GEMV, PACK, PORTABLE)                                                \
   static disp_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t ars,     \
                           int64_t acs, const T *b, int64_t brs, int64_t bcs, T beta, T *c,        \
                           int64_t crs, int64_t ccs) {                                             \
@@ -232,7 +238,12 @@ static void zero_rows(void *c, int64_t m, int64_t n, int64_t ld, size_t elem) {
         zero_rows(c, m, n, ldc, sizeof(T));                                                       \
         beta = (T)1;                                                                              \
       }                                                                                           \
-      GEMM(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, lda, b, ldb, beta, c, ldc);   \
+      if (m == 1) /* Note [One row] */                                                            \
+        GEMV(CblasRowMajor, tb == CblasNoTrans ? CblasTrans : CblasNoTrans,                       \
+             tb == CblasNoTrans ? (int)k : (int)n, tb == CblasNoTrans ? (int)n : (int)k, alpha, b, ldb, \
+             a, ta == CblasNoTrans ? 1 : lda, beta, c, 1);                                        \
+      else                                                                                        \
+        GEMM(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, lda, b, ldb, beta, c, ldc); \
       disp__free(pa);                                                                                   \
       disp__free(pb);                                                                                   \
       return DISP_OK;                                                                             \
@@ -248,8 +259,8 @@ static void zero_rows(void *c, int64_t m, int64_t n, int64_t ld, size_t elem) {
     return st;                                                                                    \
   }                                                                                               \
   }
-DEFINE_BLAS(blas_f32, float, cblas_sgemm, pack_f32, portable_f32)
-DEFINE_BLAS(blas_f64, double, cblas_dgemm, pack_f64, portable_f64)
+DEFINE_BLAS(blas_f32, float, cblas_sgemm, cblas_sgemv, pack_f32, portable_f32)
+DEFINE_BLAS(blas_f64, double, cblas_dgemm, cblas_dgemv, pack_f64, portable_f64)
 #endif
 
 /* One call of BLAS (or the portable kernel) on the calling thread. */
