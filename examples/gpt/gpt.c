@@ -49,11 +49,11 @@ static int parse_flags(int argc, char **argv, flags *f) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
     if (!v) break;
-    const char **text = !strcmp(a, "--data")     ? &f->data
-                        : !strcmp(a, "--save")     ? &f->save
-                        : !strcmp(a, "--resume")   ? &f->resume
-                        : !strcmp(a, "--device")   ? &f->device
-                                                   : NULL;
+    const char **text = !strcmp(a, "--data")   ? &f->data
+                        : !strcmp(a, "--save")   ? &f->save
+                        : !strcmp(a, "--resume") ? &f->resume
+                        : !strcmp(a, "--device") ? &f->device
+                                                 : NULL; /* the flags that take text */
     if (text) {
       *text = v;
       if (i + 2 >= argc) return 0;
