@@ -6,7 +6,7 @@
 //
 //   gpt_twin_torch --init FILE [--steps N] [--stop N] [--threads N]
 //                  [--loss-every N] [--eval-every N] [--eval-iters N] [--export FILE]
-//                  [--sample N] [--temperature T] [--top-k K]
+//                  [--export-pt FILE] [--sample N] [--temperature T] [--top-k K]
 //
 // Prints "step S loss L" (%.9g) every --loss-every steps, the evaluations
 // as gpt does, "trained to step S in T s", "val loss: X" and, with
@@ -16,6 +16,11 @@
 // generate does (no KV cache: each token runs the window cropped to the
 // last 64 tokens; logits / T, top-k, softmax, multinomial) and prints them
 // with "sampled N tokens in X s (Y tokens/s)", as gpt --sample does.
+// --export-pt writes the trained weights as PyTorch does, with
+// torch::pickle_save (a file torch.load reads): a Dict<string, Tensor> laid
+// out as nanoGPT's state_dict (the parameters, lm_head.weight tied to wte,
+// each layer's attn.bias mask buffer), which examples/gpt/from_pytorch.py
+// converts for the C example.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -23,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,7 +47,7 @@ struct Flags {
   long sample = 0, top_k = 200;
   double temperature = 0.8;
   unsigned long long seed = 1337;
-  const char *init = nullptr, *exp = nullptr, *data = nullptr;
+  const char *init = nullptr, *exp = nullptr, *exp_pt = nullptr, *data = nullptr;
 };
 
 struct Gpt {
@@ -169,12 +175,26 @@ void export_params(Gpt &m, const char *path) {
   disp_safetensors_free(set);
 }
 
+// The parameters as nanoGPT's state_dict would hold them, pickled.
+void export_pt(Gpt &m, const char *path) {
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (size_t i = 0; i < m.params.size(); i++) dict.insert(m.names[i], m.params[i].detach().clone());
+  dict.insert("lm_head.weight", m.params[0].detach().clone());
+  auto mask = torch::ones({m.T, m.T}).tril().view({1, 1, m.T, m.T});  // nanoGPT's buffer: 1 where attending
+  for (int64_t l = 0; l < m.L; l++) dict.insert("transformer.h." + std::to_string(l) + ".attn.bias", mask);
+  std::vector<char> bytes = torch::pickle_save(dict);
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!out.good()) throw std::runtime_error(std::string("cannot write ") + path);
+}
+
 int parse(int argc, char **argv, Flags &f) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     const char *v = argv[i + 1];
     if (a == "--init") f.init = v;
     else if (a == "--export") f.exp = v;
+    else if (a == "--export-pt") f.exp_pt = v;
     else if (a == "--data") f.data = v;
     else if (a == "--steps") f.steps = std::atol(v);
     else if (a == "--stop") f.stop = std::atol(v);
@@ -196,8 +216,8 @@ int main(int argc, char **argv) {
   Flags f;
   if (parse(argc, argv, f)) {
     std::fprintf(stderr, "usage: gpt_twin_torch --init FILE [--steps N] [--stop N] [--threads N] [--loss-every N] "
-                         "[--eval-every N] [--eval-iters N] [--export FILE] [--data DIR] [--sample N] "
-                         "[--temperature T] [--top-k K]\n");
+                         "[--eval-every N] [--eval-iters N] [--export FILE] [--export-pt FILE] [--data DIR] "
+                         "[--sample N] [--temperature T] [--top-k K]\n");
     return 1;
   }
   try {
@@ -234,8 +254,13 @@ int main(int argc, char **argv) {
       if (f.loss_every && (it + 1) % f.loss_every == 0) std::printf("step %ld loss %.9g\n", it + 1, loss.item<float>());
     }
     std::printf("trained to step %ld in %.1f s\n", end, secs());
-    if (end == f.steps) std::printf("val loss: %.4f\n", estimate(m, c, 1, f.eval_iters, f.seed + 2));
+    if (end == f.steps) {
+      double val = estimate(m, c, 1, f.eval_iters, f.seed + 2);
+      std::printf("val loss: %.4f\n", val);
+      if (f.loss_every) std::printf("val loss exact: %.9g\n", val);  // as gpt prints it, for gpt_twin.sh
+    }
     if (f.exp) export_params(m, f.exp);
+    if (f.exp_pt) export_pt(m, f.exp_pt);
     if (f.sample) torch::manual_seed(f.seed), sample(m, c, f);
     corpus_free(&c);
   } catch (const std::exception &e) {

@@ -20,6 +20,30 @@ static size_t group_index(const gpt_model *m, size_t i, int *group) {
   return k;
 }
 
+/* t on `dev` as a new reference, outside autograd: t itself (retained) when
+ * it is there already. Files hold CPU tensors; a model on a device
+ * (gpt --device) saves copies and loads through them. */
+static disp_status on_device(disp_tensor *t, disp_device dev, disp_tensor **out) {
+  disp_device at = disp_tensor_device(t);
+  *out = NULL;
+  if (at.type == dev.type && (at.type == DISP_BACKEND_CPU || at.index == dev.index))
+    return *out = disp_tensor_retain(t), DISP_OK;
+  disp_tls_state g = disp_grad_mode_push(0);
+  disp_status st = disp_aten_to_device(t, (disp_opt_device){dev.type, dev.index, true}, disp_tensor_dtype(t), false,
+                                       false, -1, out);
+  disp_tls_restore(g);
+  return st;
+}
+
+/* set[name] = t, copied to the CPU first when it is elsewhere. */
+static disp_status add_tensor(disp_safetensors *set, const char *name, disp_tensor *t) {
+  disp_tensor *c = NULL;
+  disp_status st = on_device(t, (disp_device){DISP_BACKEND_CPU, -1}, &c);
+  if (st == DISP_OK) st = disp_safetensors_add(set, name, c);
+  disp_tensor_release(c);
+  return st;
+}
+
 static disp_status add_meta(disp_safetensors *set, const char *key, uint64_t v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%" PRIu64, v);
@@ -31,7 +55,7 @@ disp_status checkpoint_save(const char *path, const gpt_model *m, const gpt_trai
   disp_status st = disp_safetensors_new(&set);
   int64_t optim_step = 0;
   for (size_t i = 0; st == DISP_OK && i < m->nparams; i++) {
-    st = disp_safetensors_add(set, m->names[i], m->params[i]);
+    st = add_tensor(set, m->names[i], m->params[i]);
     int g;
     size_t k = group_index(m, i, &g);
     for (int j = 0; st == DISP_OK && j < 2; j++) {
@@ -39,7 +63,7 @@ disp_status checkpoint_save(const char *path, const gpt_model *m, const gpt_trai
       char name[96];
       st = disp_optim_state(s->opt[g], k, kStates[j], &t, &optim_step);
       snprintf(name, sizeof name, "optim.%s.%s", m->names[i], kStates[j]);
-      if (st == DISP_OK && t) st = disp_safetensors_add(set, name, t);
+      if (st == DISP_OK && t) st = add_tensor(set, name, t);
     }
   }
   if (st == DISP_OK) st = disp_safetensors_set_metadata(set, "format", "disp-gpt-1");
@@ -83,9 +107,11 @@ static disp_status load_optim(const disp_safetensors *set, const gpt_model *m, g
     for (int j = 0; st == DISP_OK && j < 2; j++) {
       char name[96];
       snprintf(name, sizeof name, "optim.%s.%s", m->names[i], kStates[j]);
-      disp_tensor *t = disp_safetensors_get(set, name);
-      st = t ? disp_optim_set_state(s->opt[g], k, kStates[j], t, (int64_t)optim_step)
+      disp_tensor *t = disp_safetensors_get(set, name), *d = NULL;
+      st = t ? on_device(t, disp_tensor_device(m->params[i]), &d)
              : disp_set_error(DISP_ERR_INVALID_ARG, "checkpoint: '%s' is missing", name);
+      if (st == DISP_OK) st = disp_optim_set_state(s->opt[g], k, kStates[j], d, (int64_t)optim_step);
+      disp_tensor_release(d);
     }
   }
   if (st == DISP_OK) s->step = (long)step, s->batch_rng = rng;

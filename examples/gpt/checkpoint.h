@@ -4,8 +4,10 @@
  * the AdamW state as "optim.NAME.exp_avg" and "optim.NAME.exp_avg_sq", and
  * in __metadata__ "step" (steps taken), "optim_step" (AdamW's step count),
  * "batch_rng" (the batch generator's state) and "format" ("disp-gpt-1").
- * A model trained elsewhere (the libtorch twin's export) loads with only the
- * parameters; then training starts afresh.
+ * A model trained elsewhere (the libtorch twin's export, a PyTorch file
+ * converted by from_pytorch.py) loads with only the parameters: no step
+ * metadata, so step 0 and fresh optimizers. Files hold CPU tensors; a model
+ * on another device (gpt --device) saves copies and loads into its own.
  */
 #ifndef GPT_CHECKPOINT_H
 #define GPT_CHECKPOINT_H

@@ -9,7 +9,7 @@
  *
  *   gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N]
  *       [--data DIR] [--sample N] [--temperature T] [--top-k K] [--kv-keep K]
- *       [--loss-every N] [--stop N] [--save FILE] [--resume FILE]
+ *       [--loss-every N] [--stop N] [--save FILE] [--resume FILE] [--device cpu|NAME]
  *
  * --sample N then prints N characters generated as nanoGPT's generate does
  * (logits / --temperature, default 0.8; only the --top-k largest kept,
@@ -23,12 +23,17 @@
  * --stop N ends the run after step N (the schedule still spans --steps);
  * --save FILE then writes a checkpoint (checkpoint.h) that --resume FILE
  * continues from, taking the steps the uninterrupted run would take.
+ * --device NAME trains there (a plugin's device: "openreg" loads the
+ * build's libopenreg.so): the model is made on the CPU, so its initial
+ * weights are the CPU run's, then moved; batches follow it. Sampling runs
+ * on the CPU.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <disp.h>
 
@@ -40,7 +45,7 @@
 typedef struct flags {
   long steps, eval_every, eval_iters, sample, threads, loss_every, stop;
   unsigned long long seed;
-  const char *data, *save, *resume;
+  const char *data, *save, *resume, *device;
   double temperature; /* --sample's */
   long top_k, kv_keep; /* kv_keep -1: the context - 1 */
 } flags;
@@ -56,8 +61,13 @@ static int parse_flags(int argc, char **argv, flags *f) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
     if (!v) break;
-    if (!strcmp(a, "--data") || !strcmp(a, "--save") || !strcmp(a, "--resume")) {
-      *(a[2] == 'd' ? &f->data : a[2] == 's' ? &f->save : &f->resume) = v;
+    const char **text = !strcmp(a, "--data")   ? &f->data
+                        : !strcmp(a, "--save")   ? &f->save
+                        : !strcmp(a, "--resume") ? &f->resume
+                        : !strcmp(a, "--device") ? &f->device
+                                                 : NULL; /* the flags that take text */
+    if (text) {
+      *text = v;
       if (i + 2 >= argc) return 0;
       continue;
     }
@@ -85,8 +95,71 @@ static int parse_flags(int argc, char **argv, flags *f) {
   if (argc == 1) return 0;
   fprintf(stderr, "usage: gpt [--steps N] [--eval-every N] [--eval-iters N] [--seed N] [--threads N] "
                   "[--data DIR] [--sample N] [--temperature T] [--top-k K] [--kv-keep K] [--loss-every N] [--stop N] "
-                  "[--save FILE] [--resume FILE]\n");
+                  "[--save FILE] [--resume FILE] [--device cpu|NAME]\n");
   return 1;
+}
+
+/* <dir of this program>/../lib/lib<name>.so: where the build puts plugins
+ * (examples/train.c's lookup; gpt links no train.c). */
+static int plugin_path(const char *name, char *buf, size_t len) {
+  ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+  char *slash = n > 0 ? (buf[n] = '\0', strrchr(buf, '/')) : NULL;
+  if (!slash) return 0;
+  *slash = '\0';
+  size_t used = strlen(buf);
+  return snprintf(buf + used, len - used, "/../lib/lib%s.so", name) < (int)(len - used);
+}
+
+/* The device `name` names; a name no loaded plugin has registered yet
+ * ("openreg") loads lib<name>.so from the build (DISP_PLUGINS works too). */
+static disp_status find_device(const char *name, disp_device *out) {
+  disp_status st = disp_device_parse(name, out);
+  if (st != DISP_OK && !strchr(name, ':')) {
+    char path[4096];
+    disp_plugin *p = NULL;
+    if (plugin_path(name, path, sizeof path) && disp_plugin_load(path, &p) == DISP_OK)
+      st = disp_device_parse(name, out);
+  }
+  if (st == DISP_OK && out->index < 0 && out->type != DISP_BACKEND_CPU) out->index = 0;
+  return st;
+}
+
+/* *t moved to dev outside autograd: a new leaf, requiring grad as *t did
+ * (parameters, constants and batches have no history to keep). */
+static disp_status move_to(disp_tensor **t, disp_device dev) {
+  disp_device at = disp_tensor_device(*t);
+  if (at.type == dev.type && (at.index == dev.index || dev.type == DISP_BACKEND_CPU)) return DISP_OK;
+  int requires = disp_tensor_requires_grad(*t);
+  disp_tensor *moved = NULL;
+  disp_tls_state g = disp_grad_mode_push(0);
+  disp_status st = disp_aten_to_device(*t, (disp_opt_device){dev.type, dev.index, true}, disp_tensor_dtype(*t), false,
+                                       false, -1, &moved);
+  disp_tls_restore(g);
+  if (st == DISP_OK && requires) st = disp_tensor_set_requires_grad(moved, 1);
+  if (st != DISP_OK) return disp_tensor_release(moved), st;
+  disp_tensor_release(*t);
+  *t = moved;
+  return DISP_OK;
+}
+
+/* The model's parameters and constants moved to dev (before the optimizers
+ * take the parameters). */
+static disp_status model_to(gpt_model *m, disp_device dev) {
+  disp_status st = move_to(&m->mask, dev);
+  if (st == DISP_OK) st = move_to(&m->pos, dev);
+  for (size_t i = 0; st == DISP_OK && i < m->nparams; i++) st = move_to(&m->params[i], dev);
+  return st;
+}
+
+/* A batch of a split (corpus_batch's, made on the CPU) on the model's device. */
+static disp_status device_batch(const gpt_model *m, const corpus *c, int val, uint64_t *state, disp_tensor **x,
+                                disp_tensor **y) {
+  disp_device dev = disp_tensor_device(m->params[0]);
+  disp_status st = corpus_batch(c, val, 12, m->cfg.context, state, x, y);
+  if (st == DISP_OK) st = move_to(x, dev);
+  if (st == DISP_OK) st = move_to(y, dev);
+  if (st != DISP_OK) disp_tensor_release(*x), disp_tensor_release(*y), *x = *y = NULL;
+  return st;
 }
 
 /* nanoGPT's get_lr: linear warm-up, then cosine decay to min_lr. */
@@ -99,26 +172,38 @@ static double lr_at(long it, long steps) {
   return min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (lr - min_lr);
 }
 
-/* torch.nn.utils.clip_grad_norm_(params, max_norm) of 1.13: the 2-norm of
- * every gradient together; each gradient times min(1, max_norm / (norm +
- * 1e-6)), in place. (1.13 takes the norm of the per-tensor norms; the sum of
- * squares here rounds differently in the last bits.) */
+/* torch.nn.utils.clip_grad_norm_(params, max_norm) of 1.13, op for op: the
+ * 2-norm of each gradient (linalg_vector_norm), the 2-norm of those norms
+ * stacked, coef = max_norm / (norm + 1e-6) clamped to at most 1, and every
+ * gradient multiplied in place by that 0-dim tensor (no branch on it, as
+ * 1.13 has none). 1.13's max_norm / tensor is reciprocal(tensor) * max_norm;
+ * here 1 / tensor (div by a float32 one, the same correctly rounded value)
+ * times max_norm. No grad, as 1.13's. *total: the norm, as the C++ API
+ * returns it. */
 static disp_status clip_grad_norm(const gpt_model *m, double max_norm, double *total) {
+  disp_tensor **norms = malloc(m->nparams * sizeof *norms);
+  if (!norms) return disp_set_error(DISP_ERR_NO_MEMORY, "gpt: out of memory");
+  disp_grad_guard ng = disp_no_grad_begin();
   disp_scope s = disp_scope_begin();
-  disp_tensor *sq = disp_zeros(DISP_DIMS_EMPTY);
+  size_t n = 0;
   for (size_t i = 0; i < m->nparams; i++) {
     disp_tensor *g = disp_tensor_grad(m->params[i]);
-    if (g) sq = disp_add(sq, disp_sum(disp_mul(g, g)));
+    if (g) norms[n++] = disp_vector_norm(g, .ord = 2);
   }
-  *total = sqrt(disp_item(sq));
-  disp_tensor *coef = disp_scalar(fmin(1.0, max_norm / (*total + 1e-6)));
+  disp_tensor_list all = {norms, n};
+  disp_tensor *norm = n ? disp_vector_norm(disp_stack(all), .ord = 2) : NULL;
+  disp_tensor *one = norm ? disp_scalar(1.0, .device = disp_tensor_device(norm)) : NULL;
+  disp_tensor *coef = disp_clamp(disp_mul_scalar(disp_div(one, disp_add_scalar(norm, 1e-6)), max_norm), .max = 1.0);
+  *total = n ? disp_item(norm) : 0.0;
   disp_status st = DISP_OK;
-  for (size_t i = 0; coef && st == DISP_OK && i < m->nparams; i++) {
+  for (size_t i = 0; n && st == DISP_OK && i < m->nparams; i++) {
     disp_tensor *g = disp_tensor_grad(m->params[i]), *r = NULL;
-    if (g) st = disp_aten_mul__Tensor(g, coef, &r);
+    if (g) st = coef ? disp_aten_mul__Tensor(g, coef, &r) : disp_last_status();
     disp_tensor_release(r);
   }
   disp_status end = disp_scope_end(&s);
+  disp_no_grad_end(&ng);
+  free(norms);
   return st != DISP_OK ? st : end;
 }
 
@@ -129,7 +214,7 @@ static double estimate_loss(const gpt_model *m, const corpus *c, int val, long i
   uint64_t state = seed;
   DISP_NO_GRAD for (long i = 0; i < iters; i++) DISP_SCOPE {
       disp_tensor *x = NULL, *y = NULL;
-      if (corpus_batch(c, val, 12, m->cfg.context, &state, &x, &y) != DISP_OK) sum = NAN;
+      if (device_batch(m, c, val, &state, &x, &y) != DISP_OK) sum = NAN;
       else sum += disp_item(gpt_loss(m, x, y));
       disp_tensor_release(x), disp_tensor_release(y);
     }
@@ -221,9 +306,11 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  flags f = {2000, 250, 20, 0, 0, 0, -1, 1337, NULL, NULL, NULL, 0.8, 200, -1}; /* stop -1: none */
+  flags f = {2000, 250, 20, 0, 0, 0, -1, 1337, NULL, NULL, NULL, "cpu", 0.8, 200, -1}; /* stop -1: none */
   if (parse_flags(argc, argv, &f)) return 1;
   if (f.threads) disp_set_num_threads((int)f.threads);
+  disp_device dev, cpu = {DISP_BACKEND_CPU, -1};
+  if (find_device(f.device, &dev) != DISP_OK) return fail("--device");
   corpus c;
   if (corpus_load(f.data, &c) != DISP_OK) return fail("reading the corpus");
   printf("corpus: %zu files, %zu quotes, vocabulary %d, %zu training and %zu validation tokens\n", c.files,
@@ -234,7 +321,13 @@ int main(int argc, char **argv) {
   gpt_train_state s = {{NULL, NULL}, 0, f.seed};
   int rc = 0;
   if (gpt_init(&m, &cfg) != DISP_OK) return corpus_free(&c), fail("making the model");
-  if (make_optimizers(&m, s.opt) != DISP_OK) rc = fail("making the optimizers");
+  if (model_to(&m, dev) != DISP_OK) rc = fail("moving the model to the device");
+  if (!rc && dev.type != DISP_BACKEND_CPU) { /* where the parameters are, not where they were asked to be */
+    char where[64];
+    disp_device_format(disp_tensor_device(m.params[0]), where, sizeof where);
+    printf("model on %s\n", where);
+  }
+  if (!rc && make_optimizers(&m, s.opt) != DISP_OK) rc = fail("making the optimizers");
   if (!rc && f.resume && checkpoint_load(f.resume, &m, &s) != DISP_OK) rc = fail("resuming");
   long end = f.stop >= 0 && f.stop < f.steps ? f.stop : f.steps;
   double t0 = now_s(), loss = 0;
@@ -244,7 +337,7 @@ int main(int argc, char **argv) {
              estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2), now_s() - t0);
     if (it == end) break;
     disp_tensor *x = NULL, *y = NULL;
-    disp_status st = corpus_batch(&c, 0, 12, cfg.context, &s.batch_rng, &x, &y);
+    disp_status st = device_batch(&m, &c, 0, &s.batch_rng, &x, &y);
     if (st == DISP_OK) st = disp_optim_set_lr(s.opt[0], lr_at(it, f.steps));
     if (st == DISP_OK) st = disp_optim_set_lr(s.opt[1], lr_at(it, f.steps));
     if (st == DISP_OK) st = train_step(&m, s.opt, x, y, &loss);
@@ -254,8 +347,13 @@ int main(int argc, char **argv) {
     if (!rc && f.loss_every && s.step % f.loss_every == 0) printf("step %ld loss %.9g\n", s.step, loss);
   }
   if (!rc) printf("trained to step %ld in %.1f s\n", s.step, now_s() - t0);
-  if (!rc && end == f.steps) printf("val loss: %.4f\n", estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2));
+  if (!rc && end == f.steps) {
+    double val = estimate_loss(&m, &c, 1, f.eval_iters, f.seed + 2);
+    printf("val loss: %.4f\n", val);
+    if (f.loss_every) printf("val loss exact: %.9g\n", val); /* for bench/gpt_twin.sh's 1e-5 comparisons */
+  }
   if (!rc && f.save && checkpoint_save(f.save, &m, &s) != DISP_OK) rc = fail("saving");
+  if (!rc && f.sample && model_to(&m, cpu) != DISP_OK) rc = fail("moving the model to the CPU");
   if (!rc && f.sample && sample(&m, &c, &f) != DISP_OK) rc = fail("sampling");
   disp_optim_free(s.opt[0]), disp_optim_free(s.opt[1]);
   gpt_free(&m);
