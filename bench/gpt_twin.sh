@@ -24,7 +24,9 @@
 #      window (--kv-keep 63) and restarting over half of it (--kv-keep 32),
 #      and the ratios (issue 20's bound: ours >= 5x).
 # A whole run is `gpt_twin.sh 2000` (about 20 minutes here, on a quiet machine).
-# Environment: SAMPLE (characters to sample, default 500).
+# Environment: SAMPLE (characters to sample, default 500); KEEP=DIR keeps the
+# runs' outputs (c1, t1, c2, t2: ours and libtorch's at 1 and 2 threads) and
+# the weights files there.
 set -eu
 steps=${1:-50}
 build=${2:-build}
@@ -32,7 +34,7 @@ gpt=$build/bin/gpt
 twin=$build/bench/gpt_twin_torch
 [ -x "$twin" ] || { echo "gpt_twin: $twin not built (needs libtorch-dev)"; exit 2; }
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+trap 'if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$dir"/c1 "$dir"/t1 "$dir"/c2 "$dir"/t2 "$dir"/*.safetensors "$KEEP"/ 2>/dev/null; fi; rm -rf "$dir"' EXIT
 "$gpt" --steps "$steps" --stop 0 --eval-every 0 --save "$dir/init.safetensors" >/dev/null
 common="--steps $steps --eval-every 0 --eval-iters 20 --loss-every 1"
 loop_s() { sed -n 's/^trained to step [0-9]* in \([0-9.]*\) s$/\1/p' "$1"; }
