@@ -3,6 +3,8 @@
  */
 #include "train.h"
 
+#include "device.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,51 +63,12 @@ int train_parse_flags(int argc, char **argv, const char *prog, train_flags *f) {
 
 /* ---- the device ------------------------------------------------------------------ */
 
-/* <dir of this program>/../lib/lib<name>.so: where the build puts plugins. */
-static int plugin_path(const char *name, char *buf, size_t len) {
-  ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  char *slash = strrchr(buf, '/');
-  if (!slash) return 0;
-  *slash = '\0';
-  size_t used = strlen(buf);
-  return snprintf(buf + used, len - used, "/../lib/lib%s.so", name) < (int)(len - used);
-}
-
-disp_status train_device(const train_flags *f, disp_device *out) {
-  disp_device d;
-  disp_status st = disp_device_parse(f->device, &d);
-  if (st != DISP_OK && !strchr(f->device, ':')) {
-    char path[4096];
-    disp_plugin *p = NULL;
-    if (plugin_path(f->device, path, sizeof path) && disp_plugin_load(path, &p) == DISP_OK)
-      st = disp_device_parse(f->device, &d);
-  }
-  if (st != DISP_OK) return st;
-  if (d.index < 0 && d.type != DISP_BACKEND_CPU) d.index = 0;
-  *out = d;
-  return DISP_OK;
-}
-
-/* *t moved to dev (no graph: parameters and batches are leaves). */
-static disp_status to_device(disp_tensor **t, disp_device dev) {
-  if (dev.type == DISP_BACKEND_CPU) return DISP_OK;
-  disp_tls_state g = disp_grad_mode_push(0);
-  disp_opt_device d = {dev.type, dev.index, true};
-  disp_tensor *moved = NULL;
-  disp_status st = disp_aten_to_device(*t, d, disp_tensor_dtype(*t), false, false, -1, &moved);
-  disp_tls_restore(g);
-  if (st != DISP_OK) return st;
-  disp_tensor_release(*t);
-  *t = moved;
-  return DISP_OK;
-}
+disp_status train_device(const train_flags *f, disp_device *out) { return example_find_device(f->device, out); }
 
 static disp_status params_to_device(train_model *m, disp_device dev) {
   disp_status st = DISP_OK;
   for (size_t i = 0; i < m->nparams && st == DISP_OK && dev.type != DISP_BACKEND_CPU; i++) {
-    st = to_device(&m->params[i], dev);
+    st = example_to_device(&m->params[i], dev);
     if (st == DISP_OK) st = disp_tensor_set_requires_grad(m->params[i], 1);
   }
   return st;
@@ -163,8 +126,8 @@ static disp_status run_epoch(train_model *m, disp_optimizer *opt, const fmnist_s
     disp_tensor *x = NULL, *y = NULL;
     double loss = 0;
     st = fmnist_batch(train, perm, f->batch, b, m->shape, &x, &y);
-    if (st == DISP_OK) st = to_device(&x, dev);
-    if (st == DISP_OK) st = to_device(&y, dev);
+    if (st == DISP_OK) st = example_to_device(&x, dev);
+    if (st == DISP_OK) st = example_to_device(&y, dev);
     if (st == DISP_OK) st = train_step(m, opt, x, y, &loss);
     if (st == DISP_OK) s->loss_sum += loss, s->batches++, s->images += disp_tensor_sizes(x)[0];
     if (st == DISP_OK && f->loss_every && (b + 1) % f->loss_every == 0)
@@ -198,8 +161,8 @@ static disp_status evaluate(train_model *m, const fmnist_set *test, disp_device 
   for (int64_t b = 0; st == DISP_OK && b < fmnist_batch_count(test, bs); b++) {
     disp_tensor *x = NULL, *y = NULL;
     st = fmnist_batch(test, order, bs, b, m->shape, &x, &y);
-    if (st == DISP_OK) st = to_device(&x, dev);
-    if (st == DISP_OK) st = to_device(&y, dev);
+    if (st == DISP_OK) st = example_to_device(&x, dev);
+    if (st == DISP_OK) st = example_to_device(&y, dev);
     if (st == DISP_OK) st = correct_in(m, x, y, &correct);
     disp_tensor_release(x), disp_tensor_release(y);
   }

@@ -20,6 +20,9 @@
  * exactly (each token past the context costs a window's forward); fewer,
  * e.g. 32, restart less often (faster; each token then sees 33 to 64).
  *
+ * --loss-every N prints "step S loss L" (%.9g) every N steps and, after the
+ * last, "val loss exact: V" (%.9g) beside the four-digit line, for
+ * bench/gpt_twin.sh's comparisons with the libtorch twin.
  * --stop N ends the run after step N (the schedule still spans --steps);
  * --save FILE then writes a checkpoint (checkpoint.h) that --resume FILE
  * continues from, taking the steps the uninterrupted run would take.
@@ -33,10 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <disp.h>
 
+#include "../device.h"
 #include "checkpoint.h"
 #include "corpus.h"
 #include "kvcache.h"
@@ -99,55 +102,12 @@ static int parse_flags(int argc, char **argv, flags *f) {
   return 1;
 }
 
-/* <dir of this program>/../lib/lib<name>.so: where the build puts plugins
- * (examples/train.c's lookup; gpt links no train.c). */
-static int plugin_path(const char *name, char *buf, size_t len) {
-  ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-  char *slash = n > 0 ? (buf[n] = '\0', strrchr(buf, '/')) : NULL;
-  if (!slash) return 0;
-  *slash = '\0';
-  size_t used = strlen(buf);
-  return snprintf(buf + used, len - used, "/../lib/lib%s.so", name) < (int)(len - used);
-}
-
-/* The device `name` names; a name no loaded plugin has registered yet
- * ("openreg") loads lib<name>.so from the build (DISP_PLUGINS works too). */
-static disp_status find_device(const char *name, disp_device *out) {
-  disp_status st = disp_device_parse(name, out);
-  if (st != DISP_OK && !strchr(name, ':')) {
-    char path[4096];
-    disp_plugin *p = NULL;
-    if (plugin_path(name, path, sizeof path) && disp_plugin_load(path, &p) == DISP_OK)
-      st = disp_device_parse(name, out);
-  }
-  if (st == DISP_OK && out->index < 0 && out->type != DISP_BACKEND_CPU) out->index = 0;
-  return st;
-}
-
-/* *t moved to dev outside autograd: a new leaf, requiring grad as *t did
- * (parameters, constants and batches have no history to keep). */
-static disp_status move_to(disp_tensor **t, disp_device dev) {
-  disp_device at = disp_tensor_device(*t);
-  if (at.type == dev.type && (at.index == dev.index || dev.type == DISP_BACKEND_CPU)) return DISP_OK;
-  int requires = disp_tensor_requires_grad(*t);
-  disp_tensor *moved = NULL;
-  disp_tls_state g = disp_grad_mode_push(0);
-  disp_status st = disp_aten_to_device(*t, (disp_opt_device){dev.type, dev.index, true}, disp_tensor_dtype(*t), false,
-                                       false, -1, &moved);
-  disp_tls_restore(g);
-  if (st == DISP_OK && requires) st = disp_tensor_set_requires_grad(moved, 1);
-  if (st != DISP_OK) return disp_tensor_release(moved), st;
-  disp_tensor_release(*t);
-  *t = moved;
-  return DISP_OK;
-}
-
 /* The model's parameters and constants moved to dev (before the optimizers
  * take the parameters). */
 static disp_status model_to(gpt_model *m, disp_device dev) {
-  disp_status st = move_to(&m->mask, dev);
-  if (st == DISP_OK) st = move_to(&m->pos, dev);
-  for (size_t i = 0; st == DISP_OK && i < m->nparams; i++) st = move_to(&m->params[i], dev);
+  disp_status st = example_to_device(&m->mask, dev);
+  if (st == DISP_OK) st = example_to_device(&m->pos, dev);
+  for (size_t i = 0; st == DISP_OK && i < m->nparams; i++) st = example_to_device(&m->params[i], dev);
   return st;
 }
 
@@ -156,8 +116,8 @@ static disp_status device_batch(const gpt_model *m, const corpus *c, int val, ui
                                 disp_tensor **y) {
   disp_device dev = disp_tensor_device(m->params[0]);
   disp_status st = corpus_batch(c, val, 12, m->cfg.context, state, x, y);
-  if (st == DISP_OK) st = move_to(x, dev);
-  if (st == DISP_OK) st = move_to(y, dev);
+  if (st == DISP_OK) st = example_to_device(x, dev);
+  if (st == DISP_OK) st = example_to_device(y, dev);
   if (st != DISP_OK) disp_tensor_release(*x), disp_tensor_release(*y), *x = *y = NULL;
   return st;
 }
@@ -310,7 +270,7 @@ int main(int argc, char **argv) {
   if (parse_flags(argc, argv, &f)) return 1;
   if (f.threads) disp_set_num_threads((int)f.threads);
   disp_device dev, cpu = {DISP_BACKEND_CPU, -1};
-  if (find_device(f.device, &dev) != DISP_OK) return fail("--device");
+  if (example_find_device(f.device, &dev) != DISP_OK) return fail("--device");
   corpus c;
   if (corpus_load(f.data, &c) != DISP_OK) return fail("reading the corpus");
   printf("corpus: %zu files, %zu quotes, vocabulary %d, %zu training and %zu validation tokens\n", c.files,
