@@ -3,6 +3,8 @@
  */
 #include "checkpoint.h"
 
+#include "../device.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,18 +22,13 @@ static size_t group_index(const gpt_model *m, size_t i, int *group) {
   return k;
 }
 
-/* t on `dev` as a new reference, outside autograd: t itself (retained) when
- * it is there already. Files hold CPU tensors; a model on a device
- * (gpt --device) saves copies and loads through them. */
+/* t on `dev` as a new reference (device.h's move: t itself, retained, when
+ * it is there already). Files hold CPU tensors; a model on a device (gpt
+ * --device) saves copies and loads through them. */
 static disp_status on_device(disp_tensor *t, disp_device dev, disp_tensor **out) {
-  disp_device at = disp_tensor_device(t);
-  *out = NULL;
-  if (at.type == dev.type && (at.type == DISP_BACKEND_CPU || at.index == dev.index))
-    return *out = disp_tensor_retain(t), DISP_OK;
-  disp_tls_state g = disp_grad_mode_push(0);
-  disp_status st = disp_aten_to_device(t, (disp_opt_device){dev.type, dev.index, true}, disp_tensor_dtype(t), false,
-                                       false, -1, out);
-  disp_tls_restore(g);
+  *out = disp_tensor_retain(t);
+  disp_status st = example_to_device(out, dev);
+  if (st != DISP_OK) disp_tensor_release(*out), *out = NULL;
   return st;
 }
 
