@@ -159,7 +159,8 @@ disp_status disp__cpu_embedding_dense_backward(disp_tensor *grad_output, disp_te
   if ((st = disp_tensor_empty(sizes, 2, dt, disp__t_device(grad_output), &gw)) != DISP_OK) return st;
   if (disp__t_device_type(grad_output) == DISP_BACKEND_CPU && disp__t_numel(gw) > 0) /* all bits clear: zero in every dtype; no data when empty */
     memset(disp__t_data(gw), 0, (size_t)disp__t_numel(gw) * disp_dtype_itemsize(dt));
-  if (disp__t_device_type(grad_output) != DISP_BACKEND_CPU || disp__t_numel(indices) == 0) {
+  /* nothing to add: no indices, or rows of width 0 or no rows (no data to point into) */
+  if (disp__t_device_type(grad_output) != DISP_BACKEND_CPU || disp__t_numel(indices) == 0 || disp__t_numel(gw) == 0) {
     *out0 = gw;
     return DISP_OK;
   }
