@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* model.h's parameter order: per layer l, six from 2 + 6 l. */
-enum { P_LN1, P_ATTN, P_ATTN_PROJ, P_LN2, P_FC, P_MLP_PROJ, PER_LAYER };
-
 disp_status gpt_kv_cache_init(gpt_kv_cache *c, const gpt_model *m) {
   if (!c || !m) return disp_set_error(DISP_ERR_INVALID_ARG, "gpt_kv_cache_init: %s is NULL", c ? "model" : "cache");
   memset(c, 0, sizeof *c);
@@ -50,15 +47,6 @@ void gpt_kv_cache_free(gpt_kv_cache *c) {
   memset(c, 0, sizeof *c);
 }
 
-static disp_tensor *layer_norm(disp_tensor *x, disp_tensor *w) {
-  return disp_layer_norm(x, DISP_DIMS(disp_tensor_sizes(w)[0]), .weight = w);
-}
-
-/* [1, T, C] -> [1, heads, T, C / heads] */
-static disp_tensor *split_heads(const gpt_config *g, disp_tensor *x, int64_t T) {
-  return disp_transpose(disp_view(x, DISP_DIMS(1, T, g->heads, g->width / g->heads)), 1, 2);
-}
-
 /* cache rows at..at+T-1 = rows [1, heads, T, hs], in place. */
 static disp_status store(disp_tensor *cache, int64_t at, int64_t T, disp_tensor *rows) {
   disp_tensor *dst = disp_narrow(cache, 2, at, T), *r = NULL;
@@ -75,19 +63,20 @@ static disp_status store(disp_tensor *cache, int64_t at, int64_t T, disp_tensor 
 static disp_tensor *attention(const gpt_model *m, gpt_kv_cache *c, int64_t l, disp_tensor *x, int64_t at,
                               disp_status *st) {
   const gpt_config *g = &m->cfg;
-  disp_tensor *const *p = m->params + 2 + l * PER_LAYER;
+  disp_tensor *const *p = m->params + 2 + l * GPT_PER_LAYER;
   int64_t T = disp_tensor_sizes(x)[1], C = g->width, n = at + T;
-  disp_tensor *qkv = disp_linear(x, p[P_ATTN]);
-  disp_tensor *q = split_heads(g, disp_narrow(qkv, 2, 0, C), T);
-  *st = store(c->k[l], at, T, split_heads(g, disp_narrow(qkv, 2, C, C), T));
-  if (*st == DISP_OK) *st = store(c->v[l], at, T, split_heads(g, disp_narrow(qkv, 2, 2 * C, C), T));
+  disp_tensor *qkv[3] = {NULL, NULL, NULL};
+  disp_split(disp_linear(x, p[GPT_ATTN]), C, 2, qkv, 3);
+  disp_tensor *q = gpt_split_heads(m, qkv[0], 1, T);
+  *st = store(c->k[l], at, T, gpt_split_heads(m, qkv[1], 1, T));
+  if (*st == DISP_OK) *st = store(c->v[l], at, T, gpt_split_heads(m, qkv[2], 1, T));
   if (*st != DISP_OK) return NULL;
   disp_tensor *k = disp_narrow(c->k[l], 2, 0, n), *v = disp_narrow(c->v[l], 2, 0, n);
   disp_tensor *att = disp_mul_scalar(disp_matmul(q, disp_transpose(k, -2, -1)), 1.0 / sqrt((double)(C / g->heads)));
   if (T > 1) att = disp_masked_fill(att, disp_narrow(disp_narrow(m->mask, 0, at, T), 1, 0, n), -INFINITY);
   att = disp_softmax(att, -1);
   disp_tensor *y = disp_reshape(disp_transpose(disp_matmul(att, v), 1, 2), DISP_DIMS(1, T, C));
-  return disp_linear(y, p[P_ATTN_PROJ]);
+  return disp_linear(y, p[GPT_ATTN_PROJ]);
 }
 
 /* Tokens ids[0..T) at positions at..at+T-1, the cache holding rows
@@ -99,14 +88,13 @@ static disp_tensor *forward_rows(const gpt_model *m, gpt_kv_cache *c, const int6
   disp_tensor *x = disp_add(tok, disp_embedding(p[1], disp_narrow(m->pos, 0, at, T)));
   disp_status st = DISP_OK;
   for (int64_t l = 0; x && l < m->cfg.layers; l++) {
-    disp_tensor *const *pl = p + 2 + l * PER_LAYER;
-    disp_tensor *a = attention(m, c, l, layer_norm(x, pl[P_LN1]), at, &st);
+    disp_tensor *const *pl = p + 2 + l * GPT_PER_LAYER;
+    disp_tensor *a = attention(m, c, l, gpt_layer_norm(x, pl[GPT_LN1]), at, &st);
     if (st != DISP_OK) return NULL;
-    x = disp_add(x, a);
-    x = disp_add(x, disp_linear(disp_gelu(disp_linear(layer_norm(x, pl[P_LN2]), pl[P_FC])), pl[P_MLP_PROJ]));
+    x = gpt_mlp(disp_add(x, a), pl);
   }
   x = disp_narrow(x, 1, T - 1, 1); /* only the last position's logits */
-  return disp_reshape(disp_linear(layer_norm(x, p[m->nparams - 1]), p[0]), DISP_DIMS(1, m->cfg.vocab));
+  return disp_reshape(disp_linear(gpt_layer_norm(x, p[m->nparams - 1]), p[0]), DISP_DIMS(1, m->cfg.vocab));
 }
 
 static int same_config(const gpt_config *a, const gpt_config *b) {

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { P_LN1, P_ATTN, P_ATTN_PROJ, P_LN2, P_FC, P_MLP_PROJ, PER_LAYER };
 
 /* A leaf of `shape`: normal(0, std), or ones when std is 0. */
 static disp_tensor *param(disp_dims shape, double std) {
@@ -49,7 +48,7 @@ disp_status gpt_init(gpt_model *m, const gpt_config *cfg) {
     return disp_set_error(DISP_ERR_INVALID_ARG, "gpt_init: width %lld is not a multiple of %lld heads",
                           (long long)cfg->width, (long long)cfg->heads);
   m->cfg = *cfg;
-  size_t n = 3 + (size_t)cfg->layers * PER_LAYER;
+  size_t n = 3 + (size_t)cfg->layers * GPT_PER_LAYER;
   m->params = calloc(n, sizeof *m->params);
   m->names = calloc(n, sizeof *m->names);
   if (!m->params || !m->names) return gpt_free(m), disp_set_error(DISP_ERR_NO_MEMORY, "gpt_init: out of memory");
@@ -58,12 +57,12 @@ disp_status gpt_init(gpt_model *m, const gpt_config *cfg) {
   disp_status st = add_param(m, "transformer.wte.weight", DISP_SHAPE(cfg->vocab, C), 0.02);
   if (st == DISP_OK) st = add_param(m, "transformer.wpe.weight", DISP_SHAPE(cfg->context, C), 0.02);
   for (int64_t l = 0; st == DISP_OK && l < cfg->layers; l++) {
-    static const char *const parts[PER_LAYER] = {"ln_1.weight",        "attn.c_attn.weight", "attn.c_proj.weight",
+    static const char *const parts[GPT_PER_LAYER] = {"ln_1.weight",        "attn.c_attn.weight", "attn.c_proj.weight",
                                                  "ln_2.weight",        "mlp.c_fc.weight",    "mlp.c_proj.weight"};
-    disp_dims shapes[PER_LAYER] = {DISP_SHAPE(C), DISP_SHAPE(3 * C, C), DISP_SHAPE(C, C),
+    disp_dims shapes[GPT_PER_LAYER] = {DISP_SHAPE(C), DISP_SHAPE(3 * C, C), DISP_SHAPE(C, C),
                                    DISP_SHAPE(C), DISP_SHAPE(4 * C, C), DISP_SHAPE(C, 4 * C)};
-    const double stds[PER_LAYER] = {0, 0.02, proj_std, 0, 0.02, proj_std};
-    for (int k = 0; st == DISP_OK && k < PER_LAYER; k++) {
+    const double stds[GPT_PER_LAYER] = {0, 0.02, proj_std, 0, 0.02, proj_std};
+    for (int k = 0; st == DISP_OK && k < GPT_PER_LAYER; k++) {
       char name[64];
       snprintf(name, sizeof name, "transformer.h.%lld.%s", (long long)l, parts[k]);
       st = add_param(m, name, shapes[k], stds[k]);
@@ -84,12 +83,12 @@ void gpt_free(gpt_model *m) {
 
 int gpt_is_matrix(const gpt_model *m, size_t i) { return i < m->nparams && disp_tensor_ndim(m->params[i]) >= 2; }
 
-static disp_tensor *layer_norm(disp_tensor *x, disp_tensor *w) {
+disp_tensor *gpt_layer_norm(disp_tensor *x, disp_tensor *w) {
   return disp_layer_norm(x, DISP_DIMS(disp_tensor_sizes(w)[0]), .weight = w);
 }
 
 /* [B, T, C] -> [B, heads, T, C / heads] */
-static disp_tensor *split_heads(const gpt_model *m, disp_tensor *x, int64_t B, int64_t T) {
+disp_tensor *gpt_split_heads(const gpt_model *m, disp_tensor *x, int64_t B, int64_t T) {
   int64_t H = m->cfg.heads;
   return disp_transpose(disp_view(x, DISP_DIMS(B, T, H, m->cfg.width / H)), 1, 2);
 }
@@ -98,18 +97,22 @@ static disp_tensor *split_heads(const gpt_model *m, disp_tensor *x, int64_t B, i
 static disp_tensor *attention(const gpt_model *m, disp_tensor *x, disp_tensor *const *p) {
   int64_t B = disp_tensor_sizes(x)[0], T = disp_tensor_sizes(x)[1], C = m->cfg.width;
   disp_tensor *qkv[3] = {NULL, NULL, NULL}; /* nanoGPT's c_attn(x).split(n_embd, dim=2) */
-  disp_split(disp_linear(x, p[P_ATTN]), C, 2, qkv, 3);
-  disp_tensor *q = split_heads(m, qkv[0], B, T), *k = split_heads(m, qkv[1], B, T), *v = split_heads(m, qkv[2], B, T);
+  disp_split(disp_linear(x, p[GPT_ATTN]), C, 2, qkv, 3);
+  disp_tensor *q = gpt_split_heads(m, qkv[0], B, T), *k = gpt_split_heads(m, qkv[1], B, T);
+  disp_tensor *v = gpt_split_heads(m, qkv[2], B, T);
   disp_tensor *att = disp_mul_scalar(disp_matmul(q, disp_transpose(k, -2, -1)), 1.0 / sqrt((double)(C / m->cfg.heads)));
   disp_tensor *mask = disp_narrow(disp_narrow(m->mask, 0, 0, T), 1, 0, T);
   att = disp_softmax(disp_masked_fill(att, mask, -INFINITY), -1);
   disp_tensor *y = disp_reshape(disp_transpose(disp_matmul(att, v), 1, 2), DISP_DIMS(B, T, C));
-  return disp_linear(y, p[P_ATTN_PROJ]);
+  return disp_linear(y, p[GPT_ATTN_PROJ]);
+}
+
+disp_tensor *gpt_mlp(disp_tensor *x, disp_tensor *const *p) {
+  return disp_add(x, disp_linear(disp_gelu(disp_linear(gpt_layer_norm(x, p[GPT_LN2]), p[GPT_FC])), p[GPT_MLP_PROJ]));
 }
 
 static disp_tensor *block(const gpt_model *m, disp_tensor *x, disp_tensor *const *p) {
-  x = disp_add(x, attention(m, layer_norm(x, p[P_LN1]), p));
-  return disp_add(x, disp_linear(disp_gelu(disp_linear(layer_norm(x, p[P_LN2]), p[P_FC])), p[P_MLP_PROJ]));
+  return gpt_mlp(disp_add(x, attention(m, gpt_layer_norm(x, p[GPT_LN1]), p)), p);
 }
 
 disp_tensor *gpt_forward(const gpt_model *m, disp_tensor *idx) {
@@ -118,8 +121,8 @@ disp_tensor *gpt_forward(const gpt_model *m, disp_tensor *idx) {
   int64_t T = idx && disp_tensor_ndim(idx) == 2 ? disp_tensor_sizes(idx)[1] : -1;
   disp_tensor *const *p = m->params;
   disp_tensor *x = disp_add(disp_embedding(p[0], idx), disp_embedding(p[1], disp_narrow(m->pos, 0, 0, T)));
-  for (int64_t l = 0; l < m->cfg.layers; l++) x = block(m, x, p + 2 + l * PER_LAYER);
-  return disp_linear(layer_norm(x, p[m->nparams - 1]), p[0]); /* tied to wte */
+  for (int64_t l = 0; l < m->cfg.layers; l++) x = block(m, x, p + 2 + l * GPT_PER_LAYER);
+  return disp_linear(gpt_layer_norm(x, p[m->nparams - 1]), p[0]); /* tied to wte */
 }
 
 disp_tensor *gpt_loss(const gpt_model *m, disp_tensor *idx, disp_tensor *targets) {

@@ -23,6 +23,9 @@
 
 #include <disp.h>
 
+/* A layer's parameters, in order: layer l's are params[2 + GPT_PER_LAYER * l + k]. */
+enum { GPT_LN1, GPT_ATTN, GPT_ATTN_PROJ, GPT_LN2, GPT_FC, GPT_MLP_PROJ, GPT_PER_LAYER };
+
 typedef struct gpt_config {
   int64_t vocab, context, layers, heads, width;
 } gpt_config;
@@ -57,5 +60,16 @@ disp_tensor *gpt_forward(const gpt_model *m, disp_tensor *idx);
 /* gpt_loss - cross-entropy of the logits for idx against targets [B, T]
  * (mean over every position), a concise result. */
 disp_tensor *gpt_loss(const gpt_model *m, disp_tensor *idx, disp_tensor *targets);
+
+/* The pieces gpt_forward is made of, for kvcache.c's cached forward (the
+ * same operators on the rows it computes); concise results, NULL in a chain
+ * as any concise call:
+ *   gpt_layer_norm  - layer norm over the last dim with weight w, no bias;
+ *   gpt_split_heads - [B, T, C] -> [B, heads, T, C / heads] (a view);
+ *   gpt_mlp         - x + c_proj(gelu(c_fc(ln_2(x)))) for the layer whose
+ *                     parameters start at p. */
+disp_tensor *gpt_layer_norm(disp_tensor *x, disp_tensor *w);
+disp_tensor *gpt_split_heads(const gpt_model *m, disp_tensor *x, int64_t B, int64_t T);
+disp_tensor *gpt_mlp(disp_tensor *x, disp_tensor *const *p);
 
 #endif
